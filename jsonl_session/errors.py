@@ -1,0 +1,83 @@
+"""Every error jsonl-session raises, under one base you can catch.
+
+    JSONLSessionError
+    ├── InvalidSessionId        (also ValueError)  the id cannot name a file
+    ├── ItemNotStorableError    (also ValueError)  an item would not round-trip exactly
+    ├── SessionFileError                           something is wrong with a file on disk
+    │   ├── MalformedLineError  (also ValueError)  a line is not a JSON object
+    │   └── UnsafePathError     (also PermissionError) a symlink where a session file belongs
+    └── LockTimeout             (also TimeoutError) another process held the lock too long
+
+    TornTailWarning (UserWarning): a crashed writer's partial line was moved to a sidecar file.
+
+Each error inherits the matching builtin so ``except ValueError`` keeps working, carries the
+file path (and line) it is about, and pickles across processes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class JSONLSessionError(Exception):
+    """Base class of every error raised by jsonl-session."""
+
+
+class InvalidSessionId(JSONLSessionError, ValueError):
+    """The session id cannot be turned into a file name inside the directory."""
+
+
+class ItemNotStorableError(JSONLSessionError, ValueError):
+    """An item cannot be stored so that it reads back exactly (NaN, huge int, non-JSON type).
+
+    Raised before anything is written, so the file is untouched.
+    """
+
+    def __init__(self, index: int, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        super().__init__(f"item {index} cannot be stored faithfully: {reason}")
+
+    def __reduce__(self) -> tuple[type, tuple[int, str]]:
+        return (type(self), (self.index, self.reason))
+
+
+class SessionFileError(JSONLSessionError):
+    """A problem with a session file on disk; ``path`` (and ``line`` where known) say where."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        super().__init__(f"{where}: {message}")
+
+    def __reduce__(self) -> tuple[type, tuple[Path, str, int | None]]:
+        return (type(self), (self.path, self.message, self.line))
+
+
+class MalformedLineError(SessionFileError, ValueError):
+    """A complete line is not a JSON object. The file is left untouched; fix the line by hand."""
+
+
+class UnsafePathError(SessionFileError, PermissionError):
+    """A symlink (or other non-regular file) sits where a session file or sidecar belongs."""
+
+
+class LockTimeout(JSONLSessionError, TimeoutError):
+    """Another process held the session's lock longer than ``lock_timeout`` seconds."""
+
+    def __init__(self, path: str | Path, timeout: float) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+        super().__init__(
+            f"{self.path}: lock not acquired within {timeout:g}s; another process is writing "
+            "or editing this session (raise lock_timeout, or find the process holding it)"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[Path, float]]:
+        return (type(self), (self.path, self.timeout))
+
+
+class TornTailWarning(UserWarning):
+    """A partial last line (left by a killed writer) was moved to the session's sidecar file."""

@@ -1,0 +1,253 @@
+"""Open a session file once, and lock it for each operation on the file its path names *now*.
+
+The lock is a ``flock`` on the data file itself, so no lock file ever appears next to the
+sessions (nothing for ``git add sessions/`` to pick up). Writers take it exclusively,
+readers shared, so a reader never sees half of an ``add_items`` call or a ``pop_item``
+mid-truncation.
+
+One descriptor is kept open per session object and process: reopening costs more than the
+append itself. Keeping it raises two races, both handled after the lock is taken:
+
+* an editor or ``git checkout`` may have replaced the file (renamed a new inode over the
+  path), or someone deleted it: the inode we hold then has no links left (or, if it is
+  hard-linked elsewhere, the path names another inode), so we drop it and open the path again.
+  Our own atomic rewrites rely on the same check to hand waiting processes the new file;
+* ``flock`` locks belong to the open file description, which threads (and a forked child)
+  share, so a ``threading.Lock`` serialises the threads of one process, and a child
+  process opens its own descriptor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import fcntl
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+import filelock
+
+from .errors import LockTimeout, UnsafePathError
+
+_OPEN_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # NONBLOCK: never hang on a FIFO
+_WRITE_FLAGS = _OPEN_FLAGS | os.O_RDWR | os.O_APPEND
+_READ_FLAGS = _OPEN_FLAGS | os.O_RDONLY
+# Polling backoff while another process holds the lock: first retry after 0.2 ms (an
+# append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
+_FIRST_DELAY = 0.0002
+_MAX_DELAY = 0.005
+
+BUSY = -1
+"""Returned by :meth:`FileHandle.try_acquire` when the lock is held elsewhere."""
+
+
+class FileHandle:
+    """The cached descriptor of one session file, and the lock protocol around it."""
+
+    def __init__(self, path: Path, *, durable: bool = True) -> None:
+        self.path = path
+        self.durable = durable
+        self._fd: int | None = None
+        self._writable = False
+        self._pid = os.getpid()
+        self._mutex = threading.Lock()
+
+    def try_acquire(self, *, write: bool, create: bool) -> int:
+        """Lock the file without waiting.
+
+        Returns:
+            The locked descriptor (call :meth:`release` when done), ``BUSY`` when another
+            thread or process holds a conflicting lock, or ``MISSING`` when the file does
+            not exist and ``create`` is false (nothing is held then).
+        """
+        if self._pid != os.getpid():
+            self._forget_after_fork()
+        if not self._mutex.acquire(blocking=False):
+            return BUSY
+        held = True
+        try:
+            for _ in range(100):  # each retry means the file was replaced under us: rare
+                fd = self._descriptor(write=write, create=create)
+                if fd == MISSING or not _lock_nonblocking(fd, write=write):
+                    held = False
+                    self._mutex.release()
+                    return BUSY if fd != MISSING else MISSING
+                if self._still_current(fd):
+                    return fd
+                _unlock(fd)
+                self._drop()
+            held = False
+            self._mutex.release()
+            return BUSY
+        except BaseException:
+            if held:
+                self._mutex.release()
+            raise
+
+    def acquire(self, *, write: bool, create: bool, timeout: float) -> int:
+        """Like :meth:`try_acquire`, but wait up to ``timeout`` seconds; raises :class:`LockTimeout`."""
+        deadline = time.monotonic() + timeout
+        delay = _FIRST_DELAY
+        while True:
+            fd = self.try_acquire(write=write, create=create)
+            if fd != BUSY:
+                return fd
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LockTimeout(self.path, timeout)
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, _MAX_DELAY)
+
+    async def acquire_async(self, *, write: bool, create: bool, timeout: float) -> int:
+        """The asynchronous equivalent of :meth:`acquire`: waits with ``asyncio.sleep``.
+
+        The first attempt is inline, so the uncontended path costs no thread hand-off and
+        no extra turn of the loop; the loop never blocks while another process holds the lock.
+        """
+        deadline = time.monotonic() + timeout
+        delay = _FIRST_DELAY
+        while True:
+            fd = self.try_acquire(write=write, create=create)
+            if fd != BUSY:
+                return fd
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LockTimeout(self.path, timeout)
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, _MAX_DELAY)
+
+    def release(self, *, invalidate: bool = False) -> None:
+        """Unlock. ``invalidate`` after replacing or deleting the file: the next call reopens."""
+        try:
+            if self._fd is not None:
+                if invalidate:
+                    self._drop()  # closing releases the lock
+                else:
+                    _unlock(self._fd)
+        finally:
+            self._mutex.release()
+
+    def close(self) -> None:
+        """Close the cached descriptor (it is reopened if the handle is used again)."""
+        with self._mutex:
+            self._drop()
+
+    def _descriptor(self, *, write: bool, create: bool) -> int:
+        if self._fd is not None and (self._writable or not write):
+            return self._fd
+        self._drop()
+        fd, writable = _open(self.path, write=write, create=create, durable=self.durable)
+        if fd != MISSING:
+            self._fd, self._writable = fd, writable
+        return fd
+
+    def _still_current(self, fd: int) -> bool:
+        """True when the path still names the inode we hold (checked after locking)."""
+        held = os.fstat(fd)
+        if held.st_nlink == 1:
+            return True
+        if held.st_nlink == 0:
+            return False  # replaced by a rename, or deleted
+        try:
+            now = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+    def _drop(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def _forget_after_fork(self) -> None:
+        # The inherited descriptor shares its lock with the parent: never use or close it.
+        self._fd = None
+        self._mutex = threading.Lock()
+        self._pid = os.getpid()
+
+    def __del__(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+
+
+MISSING = -2
+"""Returned by :meth:`FileHandle.try_acquire` when the file does not exist and ``create`` is false."""
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a file's creation, rename or removal durable (its directory entry lives here)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _open(path: Path, *, write: bool, create: bool, durable: bool) -> tuple[int, bool]:
+    """Open for reading and writing if we may (read-only files still read); create if asked."""
+    try:
+        try:
+            fd, writable = os.open(path, _WRITE_FLAGS), True
+        except PermissionError:
+            if write:
+                raise
+            fd, writable = os.open(path, _READ_FLAGS), False
+    except FileNotFoundError:
+        if not create:
+            return MISSING, False
+        fd = _create(path, durable=durable)
+        if fd == MISSING:  # someone else created it first: open theirs
+            return _open(path, write=write, create=create, durable=durable)
+        writable = True
+    except OSError as exc:
+        raise _explain_open_error(path, exc) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(path, "is not a regular file; refusing to use it as a session")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, writable
+
+
+def _create(path: Path, *, durable: bool) -> int:
+    """Create the file owner-only (and its directory, 0700), or return MISSING if it now exists."""
+    directory = path.parent
+    if not directory.is_dir():
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(path, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return MISSING
+    except OSError as exc:
+        raise _explain_open_error(path, exc) from None
+    if durable:
+        fsync_directory(directory)
+    return fd
+
+
+def _explain_open_error(path: Path, exc: OSError) -> Exception:
+    if exc.errno == errno.ELOOP:
+        return UnsafePathError(path, "is a symlink; refusing to follow it out of the sessions folder")
+    return exc
+
+
+def _lock_nonblocking(fd: int, *, write: bool) -> bool:
+    if write:
+        return filelock.lock_descriptor(fd, blocking=False)
+    # filelock has no shared lock on a descriptor; readers use flock's LOCK_SH directly.
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_UN)

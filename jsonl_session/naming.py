@@ -1,0 +1,70 @@
+"""Session id <-> file name, so that no id can ever name a file outside its directory.
+
+Ids made of ASCII letters, digits, ``.``, ``_`` and ``-`` are used as they are
+(``convo_123`` -> ``convo_123.jsonl``): the common case stays readable in ``ls`` and git.
+Any other id is percent-encoded (``a/b`` -> ``a%2Fb.jsonl``). Plain ids never contain ``%``,
+so decoding is unambiguous, and since every name ends in ``.jsonl`` it can never be ``.``
+or ``..`` or contain a separator.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, unquote
+
+from .errors import InvalidSessionId
+
+SUFFIX = ".jsonl"
+TORN_SUFFIX = ".torn"
+# Most file systems cap a name at 255 bytes; leave room for the suffix and sidecar suffixes.
+MAX_NAME_BYTES = 200
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def filename_for(session_id: str) -> str:
+    """Return the file name that stores ``session_id``.
+
+    Example:
+        >>> filename_for("convo_123"), filename_for("user/42")
+        ('convo_123.jsonl', 'user%2F42.jsonl')
+    """
+    if not isinstance(session_id, str):
+        raise InvalidSessionId(f"session id must be a str, not {type(session_id).__name__}")
+    if not session_id:
+        raise InvalidSessionId("session id must not be empty")
+    if _PLAIN_ID.fullmatch(session_id):
+        stem = session_id
+    else:
+        try:
+            stem = quote(session_id, safe="", errors="strict")
+        except UnicodeEncodeError:
+            raise InvalidSessionId(
+                f"session id {session_id!r} is not valid Unicode (lone surrogate)"
+            ) from None
+    if len(stem.encode()) > MAX_NAME_BYTES:
+        raise InvalidSessionId(
+            f"session id is too long: its file name would be {len(stem.encode())} bytes, "
+            f"the limit is {MAX_NAME_BYTES}"
+        )
+    return stem + SUFFIX
+
+
+def id_for(filename: str) -> str | None:
+    """Return the session id stored in ``filename``, or None if it is not a session file.
+
+    Example:
+        >>> id_for("user%2F42.jsonl"), id_for("notes.txt")
+        ('user/42', None)
+    """
+    if not filename.endswith(SUFFIX) or filename.startswith(".#"):
+        return None
+    stem = filename[: -len(SUFFIX)]
+    if not stem:
+        return None
+    # Only names we would have produced count: this skips editor swap files and the like.
+    try:
+        session_id = unquote(stem, errors="strict") if "%" in stem else stem
+        return session_id if filename_for(session_id) == filename else None
+    except (UnicodeDecodeError, InvalidSessionId):
+        return None

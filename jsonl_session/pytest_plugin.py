@@ -1,0 +1,1 @@
+"""pytest plugin for jsonl-session (registered through the ``pytest11`` entry point)."""

@@ -1,0 +1,241 @@
+"""``JSONLSession``: an Agents SDK ``Session`` whose history is one JSONL file.
+
+Each operation locks the file, checks that the path still names the file it holds, does
+its work and unlocks (see ``locking``). No items are cached between calls, so a file
+replaced by an editor or ``git checkout`` is seen by the next call, and one object can be
+shared by threads that each run their own event loop (``Runner.run_sync``): no loop-bound
+state is created in ``__init__``.
+
+The async methods try the lock inline first; only when another process holds it do they
+wait, with ``asyncio.sleep``, so the loop never blocks. Once the lock is held the work is
+done synchronously with no ``await`` in between, so a cancelled caller can never leave a
+write half-done.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import storage
+from .codec import encode_items
+from .locking import MISSING, FileHandle
+from .naming import TORN_SUFFIX, filename_for
+from .settings import coerce_settings
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
+
+DEFAULT_DIRECTORY = "sessions"
+DEFAULT_LOCK_TIMEOUT = 10.0
+
+
+class JSONLSession:
+    """Conversation history for the Agents SDK, stored as ``<directory>/<session_id>.jsonl``.
+
+    Args:
+        session_id: Any non-empty string. Ids made of letters, digits, ``.``, ``_`` and
+            ``-`` are the file name; others are percent-encoded (see ``naming``).
+        directory: Folder of session files, created (0700) on first write.
+        session_settings: The SDK's ``SessionSettings`` or a dict such as ``{"limit": 50}``;
+            its ``limit`` applies when ``get_items()`` is called without one.
+        durable: fsync every write (default). ``False`` trades crash-safety for speed,
+            e.g. in bulk imports: a power loss may then lose the newest writes.
+        lock_timeout: Seconds to wait for another process's lock before raising
+            :class:`~jsonl_session.LockTimeout`.
+
+    Example:
+        >>> from agents import Agent, Runner                     # doctest: +SKIP
+        >>> session = JSONLSession("convo_123")                  # ./sessions/convo_123.jsonl
+        >>> await Runner.run(agent, "Hi", session=session)       # doctest: +SKIP
+        >>> session.add_items_sync([{"role": "user", "content": "Hi"}])
+        >>> session.get_items_sync(limit=1)
+        [{'role': 'user', 'content': 'Hi'}]
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        directory: str | os.PathLike[str] = DEFAULT_DIRECTORY,
+        *,
+        session_settings: Any = None,
+        durable: bool = True,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> None:
+        self.session_id = session_id
+        self.directory = Path(directory)
+        self.path = self.directory / filename_for(session_id)
+        self.session_settings = session_settings
+        self.durable = durable
+        self.lock_timeout = lock_timeout
+        self._handle = FileHandle(self.path, durable=durable)
+
+    @property
+    def session_settings(self) -> Any:
+        """An object with ``.limit`` and ``.resolve()`` (ours, or the SDK's if you passed one)."""
+        return self._session_settings
+
+    @session_settings.setter
+    def session_settings(self, value: Any) -> None:
+        self._session_settings = coerce_settings(value)
+
+    @property
+    def sidecar_path(self) -> Path:
+        """Where partial lines left by interrupted writers are moved (``<file>.torn``)."""
+        return self.path.with_name(self.path.name + TORN_SUFFIX)
+
+    def __repr__(self) -> str:
+        return f"JSONLSession({self.session_id!r}, path={str(self.path)!r})"
+
+    # -- the Agents SDK Session protocol ---------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The newest ``limit`` items, oldest first; all when ``limit`` and the settings' limit are None.
+
+        Costs time and memory proportional to ``limit``, not to the file's size.
+        """
+        limit = self._resolve_limit(limit)
+        if limit == 0:
+            return []
+        return self._read(await self._lock_async(write=False, create=False), limit)
+
+    async def add_items(self, items: Iterable[Any]) -> None:
+        """Append items, one line each, in a single write: readers see all of them or none."""
+        payload = encode_items(items)  # refuse bad items before touching the file
+        if payload:
+            self._append(await self._lock_async(write=True, create=True), payload)
+
+    async def pop_item(self) -> Any:
+        """Remove and return the newest item (None when empty) by truncating its line."""
+        return self._pop(await self._lock_async(write=True, create=False))
+
+    async def clear_session(self) -> None:
+        """Remove every item. The file stays, empty, so followers and git see the clear."""
+        self._clear(await self._lock_async(write=True, create=False))
+
+    # -- the same, for scripts, threads and test fixtures ------------------------------
+
+    def get_items_sync(self, limit: int | None = None) -> list[Any]:
+        """Blocking twin of :meth:`get_items`."""
+        limit = self._resolve_limit(limit)
+        if limit == 0:
+            return []
+        return self._read(self._lock(write=False, create=False), limit)
+
+    def add_items_sync(self, items: Iterable[Any]) -> None:
+        """Blocking twin of :meth:`add_items`."""
+        payload = encode_items(items)
+        if payload:
+            self._append(self._lock(write=True, create=True), payload)
+
+    def pop_item_sync(self) -> Any:
+        """Blocking twin of :meth:`pop_item`."""
+        return self._pop(self._lock(write=True, create=False))
+
+    def clear_session_sync(self) -> None:
+        """Blocking twin of :meth:`clear_session`."""
+        self._clear(self._lock(write=True, create=False))
+
+    # -- deliberate edits ----------------------------------------------------------------
+
+    @contextmanager
+    def rewrite(self) -> Iterator[Draft]:
+        """Hold the write lock while you change the items; replace the file atomically on exit.
+
+        Other processes wait (up to their ``lock_timeout``) instead of racing the edit. If
+        the block raises, or leaves ``draft.items`` unchanged, the file is not touched.
+
+        Example:
+            >>> with session.rewrite() as draft:                  # doctest: +SKIP
+            ...     draft.items = [i for i in draft.items if i.get("role") != "system"]
+        """
+        fd = self._lock(write=True, create=True)
+        replaced = False
+        try:
+            original = storage.read_items(fd, self.path)
+            draft = Draft(items=list(original))
+            yield draft
+            if draft.items != original:
+                storage.replace(fd, self.path, encode_items(draft.items), durable=self.durable)
+                replaced = True
+        finally:
+            self._handle.release(invalidate=replaced)
+
+    def replace_items_sync(self, items: Iterable[Any]) -> None:
+        """Atomically replace the whole history with ``items`` (one rename, under the lock)."""
+        payload = encode_items(items)
+        fd = self._lock(write=True, create=True)
+        try:
+            storage.replace(fd, self.path, payload, durable=self.durable)
+        finally:
+            self._handle.release(invalidate=True)
+
+    def repair_sync(self) -> bytes | None:
+        """Move a torn last line to :attr:`sidecar_path` now; return the bytes moved, if any."""
+        fd = self._lock(write=True, create=False)
+        if fd == MISSING:
+            return None
+        try:
+            return storage.repair_tail(fd, self.path, durable=self.durable)
+        finally:
+            self._handle.release()
+
+    def close(self) -> None:
+        """Close the file descriptor this object keeps open (it reopens if used again)."""
+        self._handle.close()
+
+    # -- one implementation behind both faces -------------------------------------------
+
+    def _resolve_limit(self, limit: int | None) -> int | None:
+        if limit is None:
+            limit = getattr(self._session_settings, "limit", None)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
+        return limit
+
+    def _lock(self, *, write: bool, create: bool) -> int:
+        return self._handle.acquire(write=write, create=create, timeout=self.lock_timeout)
+
+    async def _lock_async(self, *, write: bool, create: bool) -> int:
+        return await self._handle.acquire_async(write=write, create=create, timeout=self.lock_timeout)
+
+    def _read(self, fd: int, limit: int | None) -> list[Any]:
+        if fd == MISSING:
+            return []
+        try:
+            return storage.read_items(fd, self.path, limit)
+        finally:
+            self._handle.release()
+
+    def _append(self, fd: int, payload: bytes) -> None:
+        try:
+            storage.append(fd, self.path, payload, durable=self.durable)
+        finally:
+            self._handle.release()
+
+    def _pop(self, fd: int) -> Any:
+        if fd == MISSING:
+            return None
+        try:
+            return storage.pop(fd, self.path, durable=self.durable)
+        finally:
+            self._handle.release()
+
+    def _clear(self, fd: int) -> None:
+        if fd == MISSING:
+            return
+        try:
+            storage.clear(fd, durable=self.durable)
+        finally:
+            self._handle.release()
+
+
+@dataclass
+class Draft:
+    """The items being edited inside :meth:`JSONLSession.rewrite`; assign or mutate ``items``."""
+
+    items: list[Any] = field(default_factory=list)

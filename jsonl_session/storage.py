@@ -1,0 +1,318 @@
+"""Blocking operations on one session file whose descriptor the caller has already locked.
+
+Everything that reads or changes bytes on disk lives here, so the rules are in one place:
+
+* appends are one ``write`` of whole lines to an ``O_APPEND`` descriptor; if anything fails
+  part-way the file is truncated back to its size before the call;
+* ``pop`` truncates to the start of the last line, found by reading backwards, so its cost
+  does not depend on the file's size; reading the newest n items works the same way;
+* bytes after the last newline that are not a valid item are a *torn tail* (a writer was
+  killed mid-write). Readers skip them; the next writer moves them to ``<file>.torn``
+  and warns, so they are never glued to a new line and never thrown away;
+* a deliberate rewrite goes to a temporary file that is renamed over the session.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from . import codec
+from .errors import MalformedLineError, TornTailWarning, UnsafePathError
+from .locking import fsync_directory
+from .naming import TORN_SUFFIX
+
+_FIRST_CHUNK = 16 * 1024
+_MAX_CHUNK = 1024 * 1024
+_SNIPPET = 60
+
+_fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
+
+
+def read_items(fd: int, path: Path, limit: int | None = None) -> list[Any]:
+    """Return the newest ``limit`` items (all when None), oldest first."""
+    size = os.fstat(fd).st_size
+    if limit is None:
+        return _read_all(fd, path, size)
+    items: list[Any] = []
+    if limit <= 0 or size == 0:
+        return items
+    lines = _lines_backwards(fd, size)
+    _, tail = next(lines)
+    if not codec.is_blank(tail):
+        item = _parse_tail(tail)
+        if item is not None:
+            items.append(item)
+    with codec.gc_paused():
+        for offset, line in lines:
+            if len(items) >= limit:
+                break
+            if not codec.is_blank(line):
+                items.append(_decode(fd, path, offset, line))
+    items.reverse()
+    return items
+
+
+def append(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
+    """Append ``payload`` (whole lines) in one write, repairing a missing newline or torn tail first."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        tail_offset, tail = next(_lines_backwards(fd, size))
+        if codec.is_blank(tail) or _parse_tail(tail) is not None:
+            payload = b"\n" + payload  # a hand-edited last line without its newline
+        else:
+            size = _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
+    write_at_end(fd, payload, size, durable=durable)
+
+
+def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) -> None:
+    """Write ``payload`` to the end of the file, or leave the file at ``size_before`` and raise."""
+    try:
+        view = memoryview(payload)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if durable:
+            _fdatasync(fd)
+    except BaseException:
+        # A short write (ENOSPC, EFBIG, EIO) or failed fsync: take back what did land so
+        # the file is exactly as before the call. Best effort: the original error wins.
+        try:
+            os.ftruncate(fd, size_before)
+        except OSError:
+            pass
+        raise
+
+
+def pop(fd: int, path: Path, *, durable: bool) -> Any:
+    """Remove the newest item by truncating to the start of its line; None when there is none."""
+    size = os.fstat(fd).st_size
+    lines = _lines_backwards(fd, size)
+    tail_offset, tail = next(lines)
+    if not codec.is_blank(tail):
+        item = _parse_tail(tail)
+        if item is not None:
+            _truncate(fd, tail_offset, durable=durable)
+            return item
+        _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
+    for offset, line in lines:
+        if not codec.is_blank(line):
+            item = _decode(fd, path, offset, line)
+            _truncate(fd, offset, durable=durable)
+            return item
+    return None
+
+
+def clear(fd: int, *, durable: bool) -> None:
+    """Empty the file in place (it stays, so watchers and git see an empty session)."""
+    if os.fstat(fd).st_size:
+        _truncate(fd, 0, durable=durable)
+
+
+def repair_tail(fd: int, path: Path, *, durable: bool) -> bytes | None:
+    """Move a torn tail to the sidecar file; return the bytes moved, or None if there was none."""
+    size = os.fstat(fd).st_size
+    if not size or os.pread(fd, 1, size - 1) == b"\n":
+        return None
+    tail_offset, tail = next(_lines_backwards(fd, size))
+    if codec.is_blank(tail) or _parse_tail(tail) is not None:
+        return None
+    _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
+    return tail
+
+
+def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
+    """Atomically replace the file's content: write a temporary file, rename it over ``path``.
+
+    The caller holds the lock on the old inode; processes waiting for it notice the rename
+    (see ``locking``) and lock the new file instead. The old file's permissions are kept.
+    """
+    mode = os.fstat(fd).st_mode & 0o777
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    temp_fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            os.fchmod(temp_fd, mode)
+            write_at_end(temp_fd, payload, 0, durable=durable)
+        finally:
+            os.close(temp_fd)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+    if durable:
+        fsync_directory(path.parent)
+
+
+def read_all_lines(fd: int) -> list[bytes]:
+    """Every line of the file, BOM stripped; the last element is what follows the last newline."""
+    data = _read_range(fd, 0, os.fstat(fd).st_size)
+    if data.startswith(codec.BOM):
+        data = data[len(codec.BOM) :]
+    return data.split(b"\n")
+
+
+def line_number(fd: int, offset: int) -> int:
+    """The 1-based line number of the line starting at ``offset`` (costs a scan; errors only)."""
+    newlines = 0
+    position = 0
+    while position < offset:
+        chunk = os.pread(fd, min(_MAX_CHUNK, offset - position), position)
+        if not chunk:
+            break
+        newlines += chunk.count(b"\n")
+        position += len(chunk)
+    return newlines + 1
+
+
+def describe_bad_line(line: bytes) -> str | None:
+    """Why ``line`` is not a valid item, or None if it is one (used by readers and ``check``)."""
+    try:
+        value = codec.decode_line(line)
+    except ValueError as exc:
+        return f"not valid JSON ({exc}): {_snippet(line)}"
+    if not isinstance(value, dict):
+        return f"not a JSON object (a {type(value).__name__}): {_snippet(line)}"
+    return None
+
+
+def _read_all(fd: int, path: Path, size: int) -> list[Any]:
+    lines = read_all_lines(fd)
+    tail = lines.pop()
+    items: list[Any] = []
+    append_item = items.append
+    loads = codec.decode_line
+    with codec.gc_paused():
+        for number, line in enumerate(lines, 1):
+            try:
+                item = loads(line)
+            except ValueError:
+                item = None
+            if type(item) is dict:
+                append_item(item)
+            elif not codec.is_blank(line):
+                raise MalformedLineError(path, describe_bad_line(line) or "invalid line", number)
+    if not codec.is_blank(tail):
+        item = _parse_tail(tail)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _decode(fd: int, path: Path, offset: int, line: bytes) -> Any:
+    if offset == 0 and line.startswith(codec.BOM):
+        line = line[len(codec.BOM) :]
+    problem = None
+    try:
+        item = codec.decode_line(line)
+    except ValueError:
+        problem = describe_bad_line(line)
+    else:
+        if type(item) is dict:
+            return item
+        problem = describe_bad_line(line)
+    raise MalformedLineError(path, problem or "invalid line", line_number(fd, offset))
+
+
+def _parse_tail(tail: bytes) -> Any:
+    """The item in the bytes after the last newline, or None if they are torn."""
+    if tail.startswith(codec.BOM):
+        tail = tail[len(codec.BOM) :]
+    try:
+        item = codec.decode_line(tail)
+    except ValueError:
+        return None
+    return item if type(item) is dict else None
+
+
+def _move_torn_tail(fd: int, path: Path, offset: int, tail: bytes, *, durable: bool) -> int:
+    """Save the torn bytes to the sidecar (durably, first), then cut them off the session.
+
+    If we crash in between, the bytes are in both places and the next writer saves them
+    again: a duplicate in the sidecar, never a loss.
+    """
+    sidecar = path.with_name(path.name + TORN_SUFFIX)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        side_fd = os.open(sidecar, flags, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # a planted symlink or FIFO
+            raise UnsafePathError(sidecar, "is not a regular file; refusing to write through it") from None
+        raise
+    try:
+        side_stat = os.fstat(side_fd)
+        if not stat.S_ISREG(side_stat.st_mode):
+            raise UnsafePathError(sidecar, "is not a regular file; refusing to write through it")
+        side_size = side_stat.st_size
+        write_at_end(side_fd, tail + b"\n", side_size, durable=durable)
+    finally:
+        os.close(side_fd)
+    _truncate(fd, offset, durable=durable)
+    warnings.warn(
+        TornTailWarning(
+            f"{path}: moved a partial last line ({len(tail)} bytes, left by an interrupted "
+            f"write) to {sidecar}"
+        ),
+        stacklevel=4,
+    )
+    return offset
+
+
+def _truncate(fd: int, size: int, *, durable: bool) -> None:
+    os.ftruncate(fd, size)
+    if durable:
+        _fdatasync(fd)
+
+
+def _read_range(fd: int, start: int, end: int) -> bytes:
+    chunks = []
+    position = start
+    while position < end:
+        chunk = os.pread(fd, min(end - position, 1 << 30), position)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        position += len(chunk)
+    return b"".join(chunks)
+
+
+def _lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, line)`` from the end of the file towards its start, without newlines.
+
+    The first pair is always what follows the last newline (often ``b""``). Chunks grow
+    from 16 KiB, so the newest few items cost one small read however large the file is,
+    and a single huge line is assembled without quadratic copying.
+    """
+    pieces: list[bytes] = []
+    position = end
+    chunk_size = _FIRST_CHUNK
+    while position > 0:
+        size = min(chunk_size, position)
+        position -= size
+        block = os.pread(fd, size, position)
+        chunk_size = min(chunk_size * 2, _MAX_CHUNK)
+        high = len(block)
+        while True:
+            newline = block.rfind(b"\n", 0, high)
+            if newline < 0:
+                pieces.append(block[:high])
+                break
+            pieces.append(block[newline + 1 : high])
+            yield position + newline + 1, b"".join(reversed(pieces))
+            pieces.clear()
+            high = newline
+    yield 0, b"".join(reversed(pieces))
+
+
+def _snippet(line: bytes) -> str:
+    text = line[:_SNIPPET].decode("utf-8", errors="replace")
+    return repr(text + ("..." if len(line) > _SNIPPET else ""))
