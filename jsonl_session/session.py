@@ -184,6 +184,23 @@ class JSONLSession:
         finally:
             self._handle.release()
 
+    # -- following a live conversation (see ``watch``) -------------------------------------
+
+    def watch(self, **options: Any) -> Any:
+        """Follow this session live: ``async for change in session.watch(start="now")``.
+
+        See :func:`jsonl_session.watch.watch_session` for the options and the changes yielded.
+        """
+        from .watch import watch_session
+
+        return watch_session(self, **options)
+
+    def watch_sync(self, **options: Any) -> Any:
+        """Blocking twin of :meth:`watch`: ``for change in session.watch_sync(...)``."""
+        from .watch import watch_session_sync
+
+        return watch_session_sync(self, **options)
+
     def close(self) -> None:
         """Close the file descriptor this object keeps open (it reopens if used again)."""
         self._handle.close()
