@@ -43,6 +43,17 @@ _MAX_DELAY = 0.005
 BUSY = -1
 """Returned by :meth:`FileHandle.try_acquire` when the lock is held elsewhere."""
 
+# Bumped in every forked child, so handles notice they were inherited (cheaper than getpid()).
+_fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 class FileHandle:
     """The cached descriptor of one session file, and the lock protocol around it."""
@@ -52,7 +63,9 @@ class FileHandle:
         self.durable = durable
         self._fd: int | None = None
         self._writable = False
-        self._pid = os.getpid()
+        self.size = 0
+        """The file's size, read under the lock by the last successful acquire."""
+        self._generation = _fork_generation
         self._mutex = threading.Lock()
 
     def try_acquire(self, *, write: bool, create: bool) -> int:
@@ -63,7 +76,7 @@ class FileHandle:
             thread or process holds a conflicting lock, or ``MISSING`` when the file does
             not exist and ``create`` is false (nothing is held then).
         """
-        if self._pid != os.getpid():
+        if self._generation != _fork_generation:
             self._forget_after_fork()
         if not self._mutex.acquire(blocking=False):
             return BUSY
@@ -89,17 +102,20 @@ class FileHandle:
 
     def acquire(self, *, write: bool, create: bool, timeout: float) -> int:
         """Like :meth:`try_acquire`, but wait up to ``timeout`` seconds; raises :class:`LockTimeout`."""
+        fd = self.try_acquire(write=write, create=create)
+        if fd != BUSY:
+            return fd
         deadline = time.monotonic() + timeout
         delay = _FIRST_DELAY
         while True:
-            fd = self.try_acquire(write=write, create=create)
-            if fd != BUSY:
-                return fd
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LockTimeout(self.path, timeout)
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, _MAX_DELAY)
+            fd = self.try_acquire(write=write, create=create)
+            if fd != BUSY:
+                return fd
 
     async def acquire_async(self, *, write: bool, create: bool, timeout: float) -> int:
         """The asynchronous equivalent of :meth:`acquire`: waits with ``asyncio.sleep``.
@@ -107,17 +123,20 @@ class FileHandle:
         The first attempt is inline, so the uncontended path costs no thread hand-off and
         no extra turn of the loop; the loop never blocks while another process holds the lock.
         """
+        fd = self.try_acquire(write=write, create=create)
+        if fd != BUSY:
+            return fd
         deadline = time.monotonic() + timeout
         delay = _FIRST_DELAY
         while True:
-            fd = self.try_acquire(write=write, create=create)
-            if fd != BUSY:
-                return fd
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LockTimeout(self.path, timeout)
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, _MAX_DELAY)
+            fd = self.try_acquire(write=write, create=create)
+            if fd != BUSY:
+                return fd
 
     def release(self, *, invalidate: bool = False) -> None:
         """Unlock. ``invalidate`` after replacing or deleting the file: the next call reopens."""
@@ -147,6 +166,7 @@ class FileHandle:
     def _still_current(self, fd: int) -> bool:
         """True when the path still names the inode we hold (checked after locking)."""
         held = os.fstat(fd)
+        self.size = held.st_size
         if held.st_nlink == 1:
             return True
         if held.st_nlink == 0:
@@ -166,10 +186,10 @@ class FileHandle:
         # The inherited descriptor shares its lock with the parent: never use or close it.
         self._fd = None
         self._mutex = threading.Lock()
-        self._pid = os.getpid()
+        self._generation = _fork_generation
 
     def __del__(self) -> None:
-        if self._fd is not None and self._pid == os.getpid():
+        if self._fd is not None and self._generation == _fork_generation:
             try:
                 os.close(self._fd)
             except OSError:

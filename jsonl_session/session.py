@@ -224,13 +224,13 @@ class JSONLSession:
         if fd == MISSING:
             return []
         try:
-            return storage.read_items(fd, self.path, limit)
+            return storage.read_items(fd, self.path, limit, size=self._handle.size)
         finally:
             self._handle.release()
 
     def _append(self, fd: int, payload: bytes) -> None:
         try:
-            storage.append(fd, self.path, payload, durable=self.durable)
+            storage.append(fd, self.path, payload, durable=self.durable, size=self._handle.size)
         finally:
             self._handle.release()
 
@@ -238,7 +238,7 @@ class JSONLSession:
         if fd == MISSING:
             return None
         try:
-            return storage.pop(fd, self.path, durable=self.durable)
+            return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
         finally:
             self._handle.release()
 
@@ -246,7 +246,7 @@ class JSONLSession:
         if fd == MISSING:
             return
         try:
-            storage.clear(fd, durable=self.durable)
+            storage.clear(fd, durable=self.durable, size=self._handle.size)
         finally:
             self._handle.release()
 

@@ -19,7 +19,6 @@ import os
 import secrets
 import stat
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,35 +34,31 @@ _SNIPPET = 60
 _fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
 
 
-def read_items(fd: int, path: Path, limit: int | None = None) -> list[Any]:
-    """Return the newest ``limit`` items (all when None), oldest first."""
-    size = os.fstat(fd).st_size
+def read_items(fd: int, path: Path, limit: int | None = None, *, size: int | None = None) -> list[Any]:
+    """Return the newest ``limit`` items (all when None), oldest first.
+
+    ``size`` is the file size the caller saw under the lock (saves an ``fstat``).
+    """
+    if size is None:
+        size = os.fstat(fd).st_size
     if limit is None:
         return _read_all(fd, path, size)
-    items: list[Any] = []
     if limit <= 0 or size == 0:
-        return items
-    lines = _lines_backwards(fd, size)
-    _, tail = next(lines)
-    if not codec.is_blank(tail):
-        item = _parse_tail(tail)
-        if item is not None:
-            items.append(item)
-    with codec.gc_paused():
-        for offset, line in lines:
-            if len(items) >= limit:
-                break
-            if not codec.is_blank(line):
-                items.append(_decode(fd, path, offset, line))
-    items.reverse()
+        return []
+    lines, tail_item, _ = _newest_lines(fd, size, limit)
+    decode = codec.decoder_for(b"\n".join(line for _, line in lines))
+    items = [_decode(fd, path, offset, line, decode) for offset, line in lines]
+    if tail_item is not None:
+        items.append(tail_item)
     return items
 
 
-def append(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
+def append(fd: int, path: Path, payload: bytes, *, durable: bool, size: int | None = None) -> None:
     """Append ``payload`` (whole lines) in one write, repairing a missing newline or torn tail first."""
-    size = os.fstat(fd).st_size
+    if size is None:
+        size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) != b"\n":
-        tail_offset, tail = next(_lines_backwards(fd, size))
+        tail_offset, tail = _tail(fd, size)
         if codec.is_blank(tail) or _parse_tail(tail) is not None:
             payload = b"\n" + payload  # a hand-edited last line without its newline
         else:
@@ -74,10 +69,11 @@ def append(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
 def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) -> None:
     """Write ``payload`` to the end of the file, or leave the file at ``size_before`` and raise."""
     try:
-        view = memoryview(payload)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        written = os.write(fd, payload)
+        if written < len(payload):  # a short write: try the rest, which raises if the disk is full
+            view = memoryview(payload)[written:]
+            while view:
+                view = view[os.write(fd, view) :]
         if durable:
             _fdatasync(fd)
     except BaseException:
@@ -90,37 +86,43 @@ def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) ->
         raise
 
 
-def pop(fd: int, path: Path, *, durable: bool) -> Any:
+def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
     """Remove the newest item by truncating to the start of its line; None when there is none."""
-    size = os.fstat(fd).st_size
-    lines = _lines_backwards(fd, size)
-    tail_offset, tail = next(lines)
+    if size is None:
+        size = os.fstat(fd).st_size
+    if not size:
+        return None
+    tail_offset, tail = _tail(fd, size)
     if not codec.is_blank(tail):
         item = _parse_tail(tail)
         if item is not None:
             _truncate(fd, tail_offset, durable=durable)
             return item
-        _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
-    for offset, line in lines:
-        if not codec.is_blank(line):
-            item = _decode(fd, path, offset, line)
-            _truncate(fd, offset, durable=durable)
-            return item
-    return None
+        size = _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
+    lines, _, _ = _newest_lines(fd, size, 1)
+    if not lines:
+        return None
+    offset, line = lines[-1]
+    item = _decode(fd, path, offset, line)
+    _truncate(fd, offset, durable=durable)
+    return item
 
 
-def clear(fd: int, *, durable: bool) -> None:
+def clear(fd: int, *, durable: bool, size: int | None = None) -> None:
     """Empty the file in place (it stays, so watchers and git see an empty session)."""
-    if os.fstat(fd).st_size:
+    if size is None:
+        size = os.fstat(fd).st_size
+    if size:
         _truncate(fd, 0, durable=durable)
 
 
-def repair_tail(fd: int, path: Path, *, durable: bool) -> bytes | None:
+def repair_tail(fd: int, path: Path, *, durable: bool, size: int | None = None) -> bytes | None:
     """Move a torn tail to the sidecar file; return the bytes moved, or None if there was none."""
-    size = os.fstat(fd).st_size
+    if size is None:
+        size = os.fstat(fd).st_size
     if not size or os.pread(fd, 1, size - 1) == b"\n":
         return None
-    tail_offset, tail = next(_lines_backwards(fd, size))
+    tail_offset, tail = _tail(fd, size)
     if codec.is_blank(tail) or _parse_tail(tail) is not None:
         return None
     _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
@@ -186,11 +188,15 @@ def describe_bad_line(line: bytes) -> str | None:
 
 
 def _read_all(fd: int, path: Path, size: int) -> list[Any]:
-    lines = read_all_lines(fd)
+    data = _read_range(fd, 0, size)
+    if data.startswith(codec.BOM):
+        data = data[len(codec.BOM) :]
+    loads = codec.decoder_for(data)
+    lines = data.split(b"\n")
+    del data
     tail = lines.pop()
     items: list[Any] = []
     append_item = items.append
-    loads = codec.decode_line
     with codec.gc_paused():
         for number, line in enumerate(lines, 1):
             try:
@@ -208,12 +214,12 @@ def _read_all(fd: int, path: Path, size: int) -> list[Any]:
     return items
 
 
-def _decode(fd: int, path: Path, offset: int, line: bytes) -> Any:
+def _decode(fd: int, path: Path, offset: int, line: bytes, decode: Any = codec.decode_line) -> Any:
     if offset == 0 and line.startswith(codec.BOM):
         line = line[len(codec.BOM) :]
     problem = None
     try:
-        item = codec.decode_line(line)
+        item = decode(line)
     except ValueError:
         problem = describe_bad_line(line)
     else:
@@ -285,32 +291,49 @@ def _read_range(fd: int, start: int, end: int) -> bytes:
     return b"".join(chunks)
 
 
-def _lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, line)`` from the end of the file towards its start, without newlines.
+def _tail(fd: int, size: int) -> tuple[int, bytes]:
+    """The offset and bytes of what follows the last newline (``b""`` when the file ends with one)."""
+    chunk = _FIRST_CHUNK
+    while True:
+        start = max(0, size - chunk)
+        data = os.pread(fd, size - start, start)
+        newline = data.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1, data[newline + 1 :]
+        if start == 0:
+            return 0, data
+        chunk = min(chunk * 4, _MAX_CHUNK) if chunk < _MAX_CHUNK else chunk * 2
 
-    The first pair is always what follows the last newline (often ``b""``). Chunks grow
-    from 16 KiB, so the newest few items cost one small read however large the file is,
-    and a single huge line is assembled without quadratic copying.
+
+def _newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes]], Any, int]:
+    """The newest ``count`` non-blank complete lines as ``(offset, line)``, oldest first.
+
+    Also returns the item in an unterminated last line (or None) and its offset. Reads a
+    block from the end, and a four times larger one while the block holds too few lines,
+    so the cost is proportional to the lines wanted, not to the file.
     """
-    pieces: list[bytes] = []
-    position = end
-    chunk_size = _FIRST_CHUNK
-    while position > 0:
-        size = min(chunk_size, position)
-        position -= size
-        block = os.pread(fd, size, position)
-        chunk_size = min(chunk_size * 2, _MAX_CHUNK)
-        high = len(block)
-        while True:
-            newline = block.rfind(b"\n", 0, high)
-            if newline < 0:
-                pieces.append(block[:high])
+    chunk = _FIRST_CHUNK
+    while True:
+        start = max(0, size - chunk)
+        data = os.pread(fd, size - start, start)
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        tail_offset = size - len(tail)
+        tail_item = _parse_tail(tail) if not codec.is_blank(tail) else None
+        wanted = count - (tail_item is not None)
+        complete = lines if start == 0 else lines[1:]  # the first piece may be cut
+        picked: list[tuple[int, bytes]] = []
+        offset = tail_offset
+        for line in reversed(complete):
+            offset -= len(line) + 1
+            if len(picked) >= wanted:
                 break
-            pieces.append(block[newline + 1 : high])
-            yield position + newline + 1, b"".join(reversed(pieces))
-            pieces.clear()
-            high = newline
-    yield 0, b"".join(reversed(pieces))
+            if not codec.is_blank(line):
+                picked.append((offset, line))
+        if len(picked) >= wanted or start == 0:
+            picked.reverse()
+            return picked, tail_item, tail_offset
+        chunk *= 4
 
 
 def _snippet(line: bytes) -> str:

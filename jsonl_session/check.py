@@ -1,0 +1,131 @@
+"""Verify session files (and repair what can be repaired without losing data).
+
+Problems found, each with the file and the line it is on:
+
+* a complete line that is not valid JSON, or not a JSON object (the readers refuse the file);
+* a torn tail: bytes after the last newline that are not an item (an interrupted write).
+  Readers skip it; ``fix=True`` moves it to the ``.torn`` sidecar, as the next writer would;
+* a ``function_call`` with no ``function_call_output`` for its ``call_id``, or an output
+  with no call: the model API rejects such a history on the next turn.
+
+Only torn tails are fixable here: every other repair means deciding what the conversation
+should say, which is a job for ``jsonl-session edit``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import codec, storage
+from .errors import TornTailWarning
+from .locking import MISSING, FileHandle
+
+# A call item type -> the type of the item that answers it, matched on ``call_id``.
+CALL_PAIRS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a session file.
+
+    Example:
+        >>> str(Problem(Path("s/a.jsonl"), 3, "not valid JSON (...): '{oops'"))
+        "s/a.jsonl:3: not valid JSON (...): '{oops'"
+    """
+
+    path: Path
+    line: int | None
+    reason: str
+    fixable: bool = False
+    fixed: bool = False
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else str(self.path)
+        return f"{where}: {self.reason}"
+
+
+def check_file(path: str | Path, *, fix: bool = False, lock_timeout: float = 10.0) -> list[Problem]:
+    """Every problem in one session file, read under its shared lock (exclusive with ``fix``).
+
+    With ``fix=True`` a torn tail is moved to the sidecar and reported with ``fixed=True``.
+
+    Example:
+        >>> for problem in check_file("sessions/convo_123.jsonl"):   # doctest: +SKIP
+        ...     print(problem)
+        sessions/convo_123.jsonl:7: function_call 'call_1' (get_weather) has no function_call_output
+    """
+    path = Path(path)
+    handle = FileHandle(path)
+    fd = handle.acquire(write=fix, create=False, timeout=lock_timeout)
+    if fd == MISSING:
+        return [Problem(path, None, "no such file")]
+    try:
+        lines = storage.read_all_lines(fd)
+        problems = _line_problems(path, lines)
+        torn = _torn_tail(path, lines)
+        if torn is not None and fix:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
+                storage.repair_tail(fd, path, durable=True)
+            torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
+    finally:
+        handle.release()
+        handle.close()
+    if torn is not None:
+        problems.append(torn)
+    return sorted(problems, key=lambda problem: problem.line or 0)
+
+
+def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
+    problems = []
+    calls: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
+    answers: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
+    answer_types = {answer: call for call, answer in CALL_PAIRS.items()}
+    complete = lines[:-1]
+    tail_item = _tail_item(lines[-1])
+    numbered = list(enumerate(complete, 1))
+    if tail_item is not None:
+        numbered.append((len(lines), lines[-1]))
+    for number, line in numbered:
+        if codec.is_blank(line):
+            continue
+        reason = storage.describe_bad_line(line)
+        if reason is not None:
+            problems.append(Problem(path, number, reason))
+            continue
+        item = codec.decode_line(line)
+        kind = item.get("type")
+        if kind in CALL_PAIRS:
+            calls.setdefault((kind, item.get("call_id")), (number, item))
+        elif kind in answer_types:
+            answers.setdefault((answer_types[kind], item.get("call_id")), (number, item))
+    for key, (number, item) in calls.items():
+        if key not in answers:
+            name = f" ({item['name']})" if isinstance(item.get("name"), str) else ""
+            problems.append(
+                Problem(path, number, f"{key[0]} {key[1]!r}{name} has no {CALL_PAIRS[key[0]]}")
+            )
+    for key, (number, item) in answers.items():
+        if key not in calls:
+            problems.append(Problem(path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}"))
+    return problems
+
+
+def _tail_item(tail: bytes) -> Any:
+    """The item in a last line that has no newline, or None (empty or torn)."""
+    if codec.is_blank(tail) or storage.describe_bad_line(tail) is not None:
+        return None
+    return codec.decode_line(tail)
+
+
+def _torn_tail(path: Path, lines: list[bytes]) -> Problem | None:
+    tail = lines[-1]
+    if codec.is_blank(tail) or _tail_item(tail) is not None:
+        return None
+    return Problem(path, len(lines), f"torn tail: {len(tail)} bytes after the last newline", fixable=True)
