@@ -9,8 +9,8 @@ One descriptor is kept open per session object and process: reopening costs more
 append itself. Keeping it raises two races, both handled after the lock is taken:
 
 * an editor or ``git checkout`` may have replaced the file (renamed a new inode over the
-  path), or someone deleted it: the inode we hold then has no links left (or, if it is
-  hard-linked elsewhere, the path names another inode), so we drop it and open the path again.
+  path), or someone deleted it: the path then names another inode, or none, so we drop
+  ours and open the path again.
   Our own atomic rewrites rely on the same check to hand waiting processes the new file;
 * ``flock`` locks belong to the open file description, which threads (and a forked child)
   share, so a ``threading.Lock`` serialises the threads of one process, and a child
@@ -63,6 +63,7 @@ class FileHandle:
         self.durable = durable
         self._fd: int | None = None
         self._writable = False
+        self._identity = (0, 0)
         self.size = 0
         """The file's size, read under the lock by the last successful acquire."""
         self._generation = _fork_generation
@@ -160,22 +161,22 @@ class FileHandle:
         self._drop()
         fd, writable = _open(self.path, write=write, create=create, durable=self.durable)
         if fd != MISSING:
-            self._fd, self._writable = fd, writable
+            held = os.fstat(fd)
+            self._fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
         return fd
 
     def _still_current(self, fd: int) -> bool:
-        """True when the path still names the inode we hold (checked after locking)."""
-        held = os.fstat(fd)
-        self.size = held.st_size
-        if held.st_nlink == 1:
-            return True
-        if held.st_nlink == 0:
-            return False  # replaced by a rename, or deleted
+        """True when the path still names the inode we hold (checked after locking).
+
+        A ``stat`` of the path (not an ``fstat`` of the descriptor, whose link count would
+        miss a replaced file that is hard-linked elsewhere) also gives the size we need.
+        """
         try:
             now = os.stat(self.path, follow_symlinks=False)
         except FileNotFoundError:
             return False
-        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+        self.size = now.st_size
+        return (now.st_dev, now.st_ino) == self._identity
 
     def _drop(self) -> None:
         if self._fd is not None:

@@ -1,0 +1,260 @@
+"""Files as people and crashes leave them: hand edits, torn tails, replaced files."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+from jsonl_session import (
+    ItemNotStorableError,
+    JSONLSession,
+    MalformedLineError,
+    TornTailWarning,
+)
+
+
+def write(session: JSONLSession, data: bytes) -> None:
+    session.path.parent.mkdir(parents=True, exist_ok=True)
+    session.path.write_bytes(data)
+
+
+def test_blank_lines_crlf_and_bom_are_accepted(session: JSONLSession) -> None:
+    write(session, b'\xef\xbb\xbf{"a":1}\r\n\r\n   \n{"b":2}\r\n\n')
+    assert session.get_items_sync() == [{"a": 1}, {"b": 2}]
+    assert session.get_items_sync(1) == [{"b": 2}]
+    assert session.get_items_sync(2) == [{"a": 1}, {"b": 2}]
+    assert session.pop_item_sync() == {"b": 2}
+    assert session.pop_item_sync() == {"a": 1}
+    assert session.pop_item_sync() is None
+
+
+def test_bom_on_a_file_of_one_line(session: JSONLSession) -> None:
+    write(session, b'\xef\xbb\xbf{"a":1}\n')
+    assert session.get_items_sync(1) == [{"a": 1}]
+    assert session.get_items_sync() == [{"a": 1}]
+
+
+def test_last_line_without_newline_is_an_item_and_next_append_adds_it(session: JSONLSession) -> None:
+    write(session, b'{"a":1}\n{"b":2}')
+    assert session.get_items_sync() == [{"a": 1}, {"b": 2}]
+    assert session.get_items_sync(1) == [{"b": 2}]
+    session.add_items_sync([{"c": 3}])
+    assert session.path.read_bytes() == b'{"a":1}\n{"b":2}\n{"c":3}\n'
+
+
+def test_pop_of_a_last_line_without_newline(session: JSONLSession) -> None:
+    write(session, b'{"a":1}\n{"b":2}')
+    assert session.pop_item_sync() == {"b": 2}
+    assert session.path.read_bytes() == b'{"a":1}\n'
+
+
+def test_torn_tail_is_skipped_by_readers_and_moved_aside_by_the_next_writer(session: JSONLSession) -> None:
+    write(session, b'{"a":1}\n{"b":"half a li')
+    before = session.path.read_bytes()
+    assert session.get_items_sync() == [{"a": 1}]
+    assert session.get_items_sync(5) == [{"a": 1}]
+    assert session.path.read_bytes() == before  # readers never repair
+    with pytest.warns(TornTailWarning, match="partial last line"):
+        session.add_items_sync([{"c": 3}])
+    assert session.path.read_bytes() == b'{"a":1}\n{"c":3}\n'
+    assert session.sidecar_path.read_bytes() == b'{"b":"half a li\n'
+    assert session.get_items_sync() == [{"a": 1}, {"c": 3}]
+
+
+def test_pop_moves_a_torn_tail_aside_then_pops_the_real_last_item(session: JSONLSession) -> None:
+    write(session, b'{"a":1}\n{"b":2}\n{"c":')
+    with pytest.warns(TornTailWarning):
+        assert session.pop_item_sync() == {"b": 2}
+    assert session.path.read_bytes() == b'{"a":1}\n'
+    assert session.sidecar_path.read_bytes() == b'{"c":\n'
+
+
+def test_every_torn_fragment_is_kept_in_the_sidecar(session: JSONLSession) -> None:
+    for fragment in (b'{"x', b"\x00\xff garbage"):
+        with open(session.path if session.path.exists() else _mk(session), "ab") as f:
+            f.write(fragment)
+        with pytest.warns(TornTailWarning):
+            session.add_items_sync([{"ok": True}])
+    assert session.sidecar_path.read_bytes() == b'{"x\n\x00\xff garbage\n'
+    assert session.get_items_sync() == [{"ok": True}, {"ok": True}]
+
+
+def _mk(session: JSONLSession) -> Path:
+    session.path.parent.mkdir(parents=True, exist_ok=True)
+    session.path.touch()
+    return session.path
+
+
+def test_repair_sync_moves_a_torn_tail_now(session: JSONLSession) -> None:
+    write(session, b'{"a":1}\n{"b')
+    with pytest.warns(TornTailWarning):
+        assert session.repair_sync() == b'{"b'
+    assert session.repair_sync() is None
+    assert session.path.read_bytes() == b'{"a":1}\n'
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "fragment"),
+    [
+        (b'{"a":1}\n{"b":\n{"c":3}\n', 2, "not valid JSON"),
+        (b'{"a":1}\n[1, 2]\n{"c":3}\n', 2, "not a JSON object"),
+        (b'{"a":1}\n\n\n"text"\n{"c":3}\n', 4, "not a JSON object"),
+        (b'<<<<<<< HEAD\n{"a":1}\n', 1, "<<<<<<< HEAD"),
+        (b'{"a":NaN}\n', 1, "not valid JSON"),
+    ],
+)
+def test_malformed_line_names_file_line_and_text_and_leaves_file_alone(
+    session: JSONLSession, content: bytes, line: int, fragment: str
+) -> None:
+    write(session, content)
+    with pytest.raises(MalformedLineError) as caught:
+        session.get_items_sync()
+    error = caught.value
+    assert error.path == session.path
+    assert error.line == line
+    assert f"{session.path}:{line}:" in str(error)
+    assert fragment in str(error)
+    assert session.path.read_bytes() == content
+
+
+def test_limited_read_reports_the_true_line_number(session: JSONLSession) -> None:
+    write(session, b'{"a":1}\n' * 5000 + b"oops\n" + b'{"b":2}\n')
+    assert session.get_items_sync(1) == [{"b": 2}]
+    with pytest.raises(MalformedLineError) as caught:
+        session.get_items_sync(2)
+    assert caught.value.line == 5001
+
+
+def test_pop_of_a_malformed_last_line_changes_nothing(session: JSONLSession) -> None:
+    content = b'{"a":1}\n{"b" 2}\n'
+    write(session, content)
+    with pytest.raises(MalformedLineError):
+        session.pop_item_sync()
+    assert session.path.read_bytes() == content
+
+
+@pytest.mark.parametrize(
+    ("item", "reason"),
+    [
+        ({"x": float("nan")}, "nan"),
+        ({"x": [1, float("inf")]}, "inf"),
+        ({"x": 2**64}, "64-bit"),
+        ({"x": -(2**63) - 1}, "64-bit"),
+        ({"x": object()}, "not JSON serializable"),
+        ({"x": (1, 2)}, "tuple"),
+        ({1: "non-string key"}, "str"),
+        (["not", "a", "dict"], "must be a dict"),
+    ],
+)
+def test_items_that_cannot_round_trip_are_refused_before_writing(
+    session: JSONLSession, item: object, reason: str
+) -> None:
+    session.add_items_sync([{"first": 1}])
+    before = session.path.read_bytes()
+    with pytest.raises(ItemNotStorableError, match=reason) as caught:
+        session.add_items_sync([{"ok": 1}, item])
+    assert caught.value.index == 1
+    assert session.path.read_bytes() == before
+
+
+def test_datetime_and_uuid_are_refused(session: JSONLSession) -> None:
+    import datetime
+    import uuid
+
+    for value in (datetime.datetime(2026, 1, 1), uuid.uuid4()):
+        with pytest.raises(ItemNotStorableError, match=type(value).__name__):
+            session.add_items_sync([{"v": value}])
+    assert not session.path.exists()
+
+
+def test_huge_integers_in_a_hand_edited_file_come_back_exact(session: JSONLSession) -> None:
+    write(session, b'{"id":123456789012345678901234567890,"n":-99999999999999999999}\n{"small":18446744073709551615}\n')
+    expected = [{"id": 123456789012345678901234567890, "n": -99999999999999999999}, {"small": 2**64 - 1}]
+    assert session.get_items_sync() == expected
+    assert session.get_items_sync(2) == expected
+    assert session.pop_item_sync() == expected[1]
+    assert session.pop_item_sync() == expected[0]
+
+
+def test_file_replaced_by_rename_is_seen_and_written_by_the_next_call(session: JSONLSession) -> None:
+    session.add_items_sync([{"old": 1}])
+    assert session.get_items_sync() == [{"old": 1}]
+    old_inode = session.path.stat().st_ino
+    replacement = session.path.with_name("editor-save.tmp")
+    replacement.write_bytes(b'{"new":1}\n')
+    os.replace(replacement, session.path)  # what editors and git checkout do
+    assert session.get_items_sync() == [{"new": 1}]
+    session.add_items_sync([{"new": 2}])
+    assert session.path.read_bytes() == b'{"new":1}\n{"new":2}\n'
+    assert session.path.stat().st_ino != old_inode
+
+
+def test_file_deleted_under_an_open_session(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1}])
+    session.path.unlink()
+    assert session.get_items_sync() == []
+    assert session.pop_item_sync() is None
+    session.add_items_sync([{"b": 2}])
+    assert session.path.read_bytes() == b'{"b":2}\n'
+
+
+def test_file_rewritten_in_place_is_seen(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1}, {"b": 2}])
+    session.path.write_bytes(b'{"edited":true}\n')  # truncate + write, same inode
+    assert session.get_items_sync() == [{"edited": True}]
+
+
+def test_hard_linked_file_replaced_is_still_detected(session: JSONLSession, tmp_path: Path) -> None:
+    session.add_items_sync([{"a": 1}])
+    os.link(session.path, tmp_path / "backup.jsonl")
+    replacement = session.path.with_name("new.tmp")
+    replacement.write_bytes(b'{"b":2}\n')
+    os.replace(replacement, session.path)
+    session.add_items_sync([{"c": 3}])
+    assert session.get_items_sync() == [{"b": 2}, {"c": 3}]
+    assert (tmp_path / "backup.jsonl").read_bytes() == b'{"a":1}\n'
+
+
+def test_rewrite_replaces_atomically_and_only_when_changed(session: JSONLSession) -> None:
+    session.add_items_sync([{"role": "system", "content": "x"}, {"role": "user", "content": "hi"}])
+    inode = session.path.stat().st_ino
+    with session.rewrite() as draft:
+        pass
+    assert session.path.stat().st_ino == inode
+    with session.rewrite() as draft:
+        draft.items = [i for i in draft.items if i["role"] != "system"]
+    assert session.get_items_sync() == [{"role": "user", "content": "hi"}]
+    assert session.path.stat().st_ino != inode
+    assert oct(session.path.stat().st_mode & 0o777) == oct(0o600)
+    assert sorted(p.name for p in session.path.parent.iterdir()) == [session.path.name]
+
+
+def test_rewrite_that_raises_changes_nothing(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1}])
+    before = session.path.read_bytes()
+    with pytest.raises(RuntimeError):
+        with session.rewrite() as draft:
+            draft.items.append({"b": 2})
+            raise RuntimeError("abort the edit")
+    assert session.path.read_bytes() == before
+
+
+def test_rewrite_with_an_unstorable_item_changes_nothing(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1}])
+    before = session.path.read_bytes()
+    with pytest.raises(ItemNotStorableError):
+        with session.rewrite() as draft:
+            draft.items.append({"b": float("nan")})
+    assert session.path.read_bytes() == before
+    assert sorted(p.name for p in session.path.parent.iterdir()) == [session.path.name]
+
+
+def test_no_warning_when_nothing_is_torn(session: JSONLSession) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        session.add_items_sync([{"a": 1}])
+        session.pop_item_sync()
+        session.add_items_sync([{"a": 1}])

@@ -1,0 +1,55 @@
+"""Structural conformance with the Agents SDK, and a core that imports without it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jsonl_session import JSONLSession
+
+
+def test_is_an_agents_session(sessions_dir: Path) -> None:
+    memory = pytest.importorskip("agents.memory")
+    session = JSONLSession("s", sessions_dir)
+    assert isinstance(session, memory.Session)
+
+
+def test_sdk_settings_object_is_kept_and_resolves(sessions_dir: Path) -> None:
+    settings_module = pytest.importorskip("agents.memory.session_settings")
+    sdk_settings = settings_module.SessionSettings(limit=4)
+    session = JSONLSession("s", sessions_dir, session_settings=sdk_settings)
+    assert session.session_settings is sdk_settings
+    assert session.session_settings.resolve(settings_module.SessionSettings(limit=2)).limit == 2
+
+
+def test_no_run_compaction_hook() -> None:
+    # The Runner calls run_compaction after every write when it exists; we have none.
+    assert not hasattr(JSONLSession, "run_compaction")
+
+
+def test_core_imports_and_works_without_agents(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == "agents" or name.startswith("agents."):
+                    raise ImportError("agents is blocked in this test")
+        sys.meta_path.insert(0, Block())
+        import jsonl_session
+        from jsonl_session import JSONLSession, SessionDirectory
+        s = JSONLSession("x", {str(tmp_path)!r}, session_settings={{"limit": 1}})
+        s.add_items_sync([{{"a": 1}}, {{"b": 2}}])
+        assert s.get_items_sync() == [{{"b": 2}}], s.get_items_sync()
+        assert SessionDirectory({str(tmp_path)!r}).ids() == ["x"]
+        assert not any(m == "agents" or m.startswith("agents.") for m in sys.modules)
+        print("ok")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
