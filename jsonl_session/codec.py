@@ -63,7 +63,7 @@ def decode_line(line: bytes) -> Any:
     Integers beyond 64 bits come back exact rather than as rounded floats.
     """
     if has_long_digit_run(line):
-        return json.loads(line, parse_constant=_reject_constant)
+        return _decode_exact(line)
     return orjson.loads(line)
 
 
@@ -99,6 +99,29 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _decode_exact(line: bytes) -> Any:
+    """The standard library's parser (exact big integers), held to orjson's rules otherwise.
+
+    Given bytes, ``json.loads`` guesses UTF-16 or -32 from NUL bytes; it also accepts a BOM,
+    ``1e400`` (as inf) and lone surrogate escapes, and raises RecursionError (not a
+    ValueError) on deep nesting. The hostile-file corpus found each of these
+    (tests/corpus/*_with_long_number.jsonl).
+    """
+    try:
+        value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    return value
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]} is out of range for a float")
+    return value
 
 
 def _reject_constant(name: str) -> Any:
