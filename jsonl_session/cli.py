@@ -1,0 +1,731 @@
+"""The ``jsonl-session`` command line: a thin layer over the library for people in a shell.
+
+Each command is one small function taking the parsed arguments and returning an exit code:
+0 ok, 1 problems found or the operation failed, 2 usage error. Library errors become one
+line on stderr (``jsonl-session: error: ...``), never a traceback. Output meant for scripts
+is JSON Lines (``--json``); colour is used only on a terminal and never when ``NO_COLOR``
+is set.
+
+Example:
+    $ jsonl-session ls
+    $ jsonl-session show convo_123 -n 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from . import codec, storage
+from .check import check_file
+from .directory import SessionDirectory
+from .errors import JSONLSessionError
+from .locking import MISSING, FileHandle
+from .session import JSONLSession
+from .transcript import Style, label, render, text_of
+
+PROG = "jsonl-session"
+DIR_ENV = "JSONL_SESSION_DIR"
+SNIPPET = 100
+
+
+class Failure(Exception):
+    """The operation could not be done; the message is printed as one line and the exit code is 1."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit code (the console script passes it to ``sys.exit``).
+
+    Example:
+        >>> main(["ls", "--dir", "sessions"])                   # doctest: +SKIP
+        0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # -h (0) or a usage error (2): argparse has printed why
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        try:
+            return int(args.handler(args))
+        except (Failure, JSONLSessionError, OSError, ValueError) as exc:
+            if isinstance(exc, BrokenPipeError):
+                return _quiet_broken_pipe()
+            _error(_message(exc))
+            return 1
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            return 130
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    infos = SessionDirectory(args.dir).list()
+    out = sys.stdout
+    if args.json:
+        for info in infos:
+            _json_line(
+                {
+                    "id": info.session_id,
+                    "items": info.items,
+                    "size": info.size,
+                    "modified": info.modified.isoformat(timespec="seconds"),
+                    "path": str(info.path),
+                }
+            )
+        return 0
+    if not infos:
+        print(f"no sessions in {args.dir}", file=sys.stderr)
+        return 0
+    width = max(2, *(len(info.session_id) for info in infos))
+    out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  MODIFIED (UTC)\n")
+    for info in infos:
+        modified = info.modified.strftime("%Y-%m-%d %H:%M:%S")
+        out.write(f"{info.session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}\n")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    session = _existing(args, args.id)
+    items = session.get_items_sync()
+    first = 1
+    if args.n is not None:
+        first = max(1, len(items) - args.n + 1)
+        items = items[first - 1 :]
+    _print_items(args, items, first=first)
+    return 0
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    session = _existing(args, args.id)
+    if args.follow:
+        return _follow(args, session)
+    _print_items(args, session.get_items_sync(limit=args.n))
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    session = _open(args, args.id)
+    if args.text == "-":
+        items = _parse_items(sys.stdin.buffer.read(), "<stdin>")
+    else:
+        items = [{"role": args.role, "content": args.text}]
+    session.add_items_sync(items)
+    print(f"{args.id}: added {len(items)} item{_s(len(items))}", file=sys.stderr)
+    return 0
+
+
+def cmd_pop(args: argparse.Namespace) -> int:
+    item = _existing(args, args.id).pop_item_sync()
+    if item is None:
+        raise Failure(f"{args.id}: session is empty; nothing to pop")
+    _json_line(item)
+    return 0
+
+
+def cmd_clear(args: argparse.Namespace) -> int:
+    session = _existing(args, args.id)
+    count = len(session.get_items_sync())
+    if not args.yes and not _confirm(f"clear all {count} item{_s(count)} of {args.id}?"):
+        raise Failure(f"{args.id}: not cleared")
+    session.clear_session_sync()
+    print(f"{args.id}: cleared {count} item{_s(count)}", file=sys.stderr)
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    session = _existing(args, args.id)
+    if not args.yes and not _confirm(f"delete {session.path}?"):
+        raise Failure(f"{args.id}: not deleted")
+    if not _directory(args).delete(args.id):
+        raise Failure(f"{args.id}: no such session in {args.dir}")
+    print(f"{args.id}: deleted {session.path}", file=sys.stderr)
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    _existing(args, args.source)
+    target = _directory(args).fork(args.source, args.target, at=args.at)
+    count = len(target.get_items_sync())
+    print(f"{args.target}: forked {count} item{_s(count)} from {args.source}", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    paths = _targets(args, args.targets)
+    if args.secrets:
+        return _check_secrets(args, paths)
+    found = remaining = 0
+    for path in paths:
+        for problem in check_file(path, fix=args.fix, lock_timeout=args.lock_timeout):
+            found += 1
+            remaining += not problem.fixed
+            if args.json:
+                _json_line(
+                    {"path": str(problem.path), "line": problem.line, "reason": problem.reason,
+                     "fixable": problem.fixable, "fixed": problem.fixed}
+                )
+            else:
+                print(("fixed: " if problem.fixed else "") + str(problem))
+    summary = f"checked {len(paths)} file{_s(len(paths))}: {found} problem{_s(found)}"
+    if args.fix:
+        summary += f", {found - remaining} fixed"
+    print(summary, file=sys.stderr)
+    return 1 if remaining else 0
+
+
+def cmd_redact(args: argparse.Namespace) -> int:
+    from .secrets import redact_session
+
+    findings = redact_session(_existing(args, args.id))
+    for finding in findings:
+        print(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]")
+    print(f"{args.id}: redacted {len(findings)} secret{_s(len(findings))}", file=sys.stderr)
+    return 0
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    session = _existing(args, args.id)
+    editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+    # The session's write lock is held from reading the items until the file is replaced:
+    # a running agent's add_items waits (up to its lock_timeout) instead of being overwritten.
+    with session.rewrite() as draft, tempfile.TemporaryDirectory(prefix="jsonl-session-edit-") as folder:
+        before = len(draft.items)
+        copy = Path(folder) / session.path.name
+        copy.write_bytes(codec.encode_items(draft.items))
+        while True:
+            status = subprocess.call([*editor, str(copy)])
+            if status != 0:
+                raise Failure(f"{args.id}: editor exited with status {status}; session left unchanged")
+            try:
+                items = _parse_items(copy.read_bytes(), "line")
+                break
+            except Failure as exc:
+                _error(str(exc))
+                if not _confirm("edit again?", default=True):
+                    raise Failure(f"{args.id}: edit abandoned; session left unchanged") from None
+        draft.items = items
+    after = len(items)
+    print(f"{args.id}: saved ({before} -> {after} item{_s(after)})", file=sys.stderr)
+    return 0
+
+
+def cmd_grep(args: argparse.Namespace) -> int:
+    flags = re.IGNORECASE if args.ignore_case else 0
+    try:
+        pattern = re.compile(args.pattern, flags)
+    except re.error as exc:
+        raise Failure(f"bad pattern {args.pattern!r}: {exc}") from None
+    prefilter = _byte_prefilter(args.pattern, flags)
+    style = _style(sys.stdout)
+    ids = args.ids or _directory(args).ids()
+    matches = 0
+    for session_id in ids:
+        session = _existing(args, session_id) if args.ids else _open(args, session_id)
+        for number, item in _matching_items(session.path, prefilter):
+            if args.role is not None and label(item) != args.role:
+                continue
+            text = text_of(item)
+            match = pattern.search(text)
+            if match is None:
+                continue
+            matches += 1
+            if args.json:
+                _json_line({"id": session_id, "line": number, "role": label(item), "text": text})
+            else:
+                print(f"{session_id}:{number}: {style.role(label(item))}: {_snippet(text, match, style)}")
+    return 0 if matches else 1
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    ids = [args.id] if args.id else _directory(args).ids()
+    if args.id:
+        _existing(args, args.id)
+    labels: Counter[str] = Counter()
+    tools: Counter[str] = Counter()
+    items = characters = 0
+    for session_id in ids:
+        for item in _open(args, session_id).get_items_sync():
+            items += 1
+            labels[label(item)] += 1
+            characters += len(text_of(item))
+            if item.get("type") == "function_call":
+                tools[str(item.get("name", "?"))] += 1
+    tool_calls = sum(tools.values())
+    if args.json:
+        _json_line(
+            {"sessions": len(ids), "items": items, "characters": characters, "tool_calls": tool_calls,
+             "by_role": dict(labels.most_common()), "tools": dict(tools.most_common())}
+        )
+        return 0
+    scope = args.id or f"{len(ids)} session{_s(len(ids))}"
+    print(f"{scope}: {items} item{_s(items)}, {characters} characters, {tool_calls} tool call{_s(tool_calls)}")
+    for name, count in labels.most_common():
+        print(f"  {name:<24} {count:>7}")
+    if tools:
+        print("tools:")
+        for name, count in tools.most_common():
+            print(f"  {name:<24} {count:>7}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    source = _existing(args, args.id)
+    return asyncio.run(_copy_to_url(source, args.to, args.as_id or args.id))
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    target = _open(args, args.as_id or args.id)
+    return asyncio.run(_copy_from_url(args.url, args.id, target))
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _directory(args: argparse.Namespace) -> SessionDirectory:
+    return SessionDirectory(args.dir, lock_timeout=args.lock_timeout)
+
+
+def _open(args: argparse.Namespace, session_id: str) -> JSONLSession:
+    return _directory(args).open(session_id)
+
+
+def _existing(args: argparse.Namespace, session_id: str) -> JSONLSession:
+    session = _open(args, session_id)
+    if not session.path.is_file():
+        raise Failure(f"{session_id}: no such session in {args.dir}")
+    return session
+
+
+def _targets(args: argparse.Namespace, names: list[str]) -> list[Path]:
+    """Session files named by id, or by path (as pre-commit passes them); all sessions if none."""
+    if not names:
+        return [_open(args, session_id).path for session_id in _directory(args).ids()]
+    paths = []
+    for name in names:
+        if name.endswith(".jsonl") and os.path.isfile(name):
+            paths.append(Path(name))
+        else:
+            paths.append(_existing(args, name).path)
+    return paths
+
+
+def _print_items(args: argparse.Namespace, items: list[Any], *, first: int | None = None) -> None:
+    if args.json:
+        sys.stdout.buffer.write(codec.encode_items(items))
+        sys.stdout.flush()
+        return
+    style = _style(sys.stdout)
+    for offset, item in enumerate(items):
+        number = None if first is None else first + offset
+        print(render(item, number=number, style=style))
+
+
+def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
+    """``tail -f``: print the newest items, then every change as it happens, until interrupted."""
+    style = _style(sys.stdout)
+    start = args.n if args.n is not None else 10
+    for change in session.watch_sync(start=start):
+        kind = change.kind
+        if kind == "appended":
+            _print_items(args, list(change.items))
+        elif args.json:
+            _json_line({"event": kind, "count": change.count, "items": list(change.items or [])})
+        elif kind == "removed":
+            print(style.dim(f"-- {change.count} item{_s(change.count)} removed (pop) --"))
+        elif kind == "cleared":
+            print(style.dim("-- session cleared --"))
+        else:
+            print(style.dim(f"-- session replaced ({len(change.items or [])} items) --"))
+            _print_items(args, list(change.items or []))
+        sys.stdout.flush()
+    return 0
+
+
+def _parse_items(data: bytes, source: str) -> list[Any]:
+    """Every non-blank line as an item, or a Failure naming the first bad line (nothing half-done)."""
+    if data.startswith(codec.BOM):
+        data = data[len(codec.BOM) :]
+    items = []
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if codec.is_blank(line):
+            continue
+        reason = storage.describe_bad_line(line)
+        if reason is None:
+            item = codec.decode_line(line)
+            try:
+                codec.encode_items([item])
+            except ValueError as exc:
+                reason = str(getattr(exc, "reason", exc))
+            else:
+                items.append(item)
+                continue
+        where = f"line {number}" if source == "line" else f"{source}:{number}"
+        raise Failure(f"{where}: {reason}")
+    return items
+
+
+def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
+    from .secrets import scan_file
+
+    findings = [finding for path in paths for finding in scan_file(path)]
+    for finding in findings:
+        if args.json:
+            _json_line({"path": str(finding.path), "line": finding.line, "kind": finding.kind,
+                        "excerpt": finding.excerpt})
+        else:
+            print(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}")
+    if findings:
+        print(f"{len(findings)} secret{_s(len(findings))} found; `{PROG} redact ID` replaces them",
+              file=sys.stderr)
+    return 1 if findings else 0
+
+
+def _byte_prefilter(pattern: str, flags: int) -> re.Pattern[bytes] | None:
+    """A bytes regex that finds every line whose text can match, or None to decode every line.
+
+    A plain ASCII literal (the usual search) appears in a JSON line exactly as in the text,
+    so the raw bytes can be searched without decoding anything; a pattern with regex
+    syntax, quotes, backslashes or non-ASCII could be hidden behind JSON escapes.
+    """
+    if pattern and all(" " <= char <= "~" for char in pattern) and not set(pattern) & set('.^$*+?{}[]\\|()"'):
+        return re.compile(re.escape(pattern.encode()), flags)
+    return None
+
+
+def _matching_items(path: Path, prefilter: re.Pattern[bytes] | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, item)`` of each item whose line matches the prefilter (every item without one)."""
+    handle = FileHandle(path)
+    fd = handle.acquire(write=False, create=False, timeout=10.0)
+    if fd == MISSING:
+        return
+    try:
+        data = b"\n".join(storage.read_all_lines(fd))
+    finally:
+        handle.release()
+        handle.close()
+    if prefilter is None:
+        spans = _all_lines(data)
+    else:
+        spans = _lines_matching(data, prefilter)
+    for number, line in spans:
+        if codec.is_blank(line):
+            continue
+        try:
+            item = codec.decode_line(line)
+        except ValueError:
+            continue  # malformed lines are `check`'s business, not grep's
+        if isinstance(item, dict):
+            yield number, item
+
+
+def _all_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    yield from enumerate(data.split(b"\n"), 1)
+
+
+def _lines_matching(data: bytes, prefilter: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+    number, counted_to, position = 1, 0, 0
+    while True:
+        match = prefilter.search(data, position)
+        if match is None:
+            return
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        end = data.find(b"\n", match.end())
+        end = len(data) if end < 0 else end
+        number += data.count(b"\n", counted_to, start)
+        counted_to = start
+        yield number, data[start:end]
+        position = end + 1
+
+
+def _snippet(text: str, match: re.Match[str], style: Style) -> str:
+    flat_start = max(0, match.start() - SNIPPET // 3)
+    before = " ".join(text[flat_start : match.start()].split())
+    found = " ".join(match.group(0).split()) or match.group(0)
+    after = " ".join(text[match.end() : match.end() + SNIPPET].split())
+    snippet_after = after[: max(0, SNIPPET - len(before) - len(found))]
+    return (
+        ("…" if flat_start else "")
+        + before
+        + (" " if before and text[match.start() - 1 : match.start()].isspace() else "")
+        + style.match(found)
+        + (" " if after and text[match.end() : match.end() + 1].isspace() else "")
+        + snippet_after
+        + ("…" if len(text) > match.end() + len(snippet_after) + 1 else "")
+    )
+
+
+async def _copy_to_url(source: JSONLSession, url: str, target_id: str) -> int:
+    from .transfer import copy_session, open_url
+
+    async with _backend_errors(url), open_url(url, target_id) as target:
+        if await target.get_items(limit=1):
+            raise Failure(f"{_shown(url)}: session {target_id!r} already has items; not overwriting it")
+        count = await copy_session(source, target, progress=_progress_bar("export"))
+    print(f"{source.session_id}: exported {count} item{_s(count)} to {_shown(url)} as {target_id}",
+          file=sys.stderr)
+    return 0
+
+
+async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
+    from .transfer import copy_session, open_url
+
+    if target.get_items_sync(limit=1):
+        raise Failure(f"{target.session_id}: session already has items in {target.directory}; not overwriting it")
+    async with _backend_errors(url), open_url(url, source_id) as source:
+        count = await copy_session(source, target, progress=_progress_bar("import"))
+    if not count:
+        raise Failure(f"{_shown(url)}: session {source_id!r} has no items (wrong --id?)")
+    print(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}", file=sys.stderr)
+    return 0
+
+
+@asynccontextmanager
+async def _backend_errors(url: str) -> AsyncIterator[None]:
+    """Turn a backend's own exceptions (connection refused, bad credentials...) into one line."""
+    try:
+        yield
+    except (Failure, JSONLSessionError, ValueError):
+        raise
+    except Exception as exc:  # redis.ConnectionError, sqlalchemy.exc.OperationalError, ...
+        raise Failure(f"{_shown(url)}: {type(exc).__name__}: {exc}") from None
+
+
+def _shown(url: str) -> str:
+    """The URL with any password masked, for messages."""
+    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
+
+
+def _progress_bar(verb: str) -> Any:
+    """A ``progress(done, total)`` callback drawing on stderr when it is a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+
+    def progress(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // total if total else width
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\r{verb} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} items{end}")
+        sys.stderr.flush()
+
+    return progress
+
+
+def _confirm(question: str, *, default: bool = False) -> bool:
+    """Ask on stderr, read the answer from stdin; end of input means the default."""
+    sys.stderr.write(f"{question} [{'Y/n' if default else 'y/N'}] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if not answer:
+        return default
+    return answer in ("y", "yes")
+
+
+def _style(stream: IO[str]) -> Style:
+    return Style(stream.isatty() and "NO_COLOR" not in os.environ)
+
+
+def _json_line(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    raise AssertionError("unreachable")
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    if isinstance(exc, FileExistsError | FileNotFoundError) and not str(exc):
+        return type(exc).__name__
+    return str(exc) or type(exc).__name__
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader went away (``| head``): stop quietly, without a second error at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 1
+
+
+# -- the parser ----------------------------------------------------------------------------
+
+
+def _command(
+    commands: Any, name: str, handler: Any, summary: str, example: str, *, json: bool = False
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog="Example:\n" + "\n".join(f"  {line}" for line in example.splitlines()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[_common()],
+    )
+    parser.set_defaults(handler=handler)
+    if json:
+        parser.add_argument("--json", action="store_true", help="machine-readable output: JSON Lines")
+    return parser
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--dir",
+        default=os.environ.get(DIR_ENV) or "sessions",
+        help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
+    )
+    common.add_argument(
+        "--lock-timeout", type=float, default=10.0, metavar="SECONDS",
+        help="wait at most this long for another process's lock (default: 10)",
+    )
+    return common
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser for every command (exposed so tests and docs can walk it)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Read, follow, fix, search and move Agents SDK sessions stored as JSONL files.",
+        epilog=f"Example:\n  {PROG} ls\n  {PROG} show convo_123 -n 5\n\n"
+        f"Run `{PROG} COMMAND -h` for a command's options and an example.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(command=None)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    _command(commands, "ls", cmd_ls, "list sessions: item count, size, last modified, newest first",
+             f"{PROG} ls --dir sessions", json=True)
+
+    show = _command(commands, "show", cmd_show, "print a session as a readable transcript",
+                    f"{PROG} show convo_123 -n 20\n{PROG} show convo_123 --json | jq .role", json=True)
+    show.add_argument("id", help="session id")
+    show.add_argument("-n", type=_count, metavar="N", help="only the newest N items")
+
+    tail = _command(commands, "tail", cmd_tail, "print the newest items; with -f, follow the session live",
+                    f"{PROG} tail convo_123 -n 5 -f", json=True)
+    tail.add_argument("id", help="session id")
+    tail.add_argument("-n", type=_count, default=10, metavar="N", help="how many newest items (default 10)")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing changes (Ctrl-C stops)")
+
+    add = _command(commands, "add", cmd_add, "append a message, or JSONL items from stdin (all or nothing)",
+                   f"{PROG} add convo_123 'What about tomorrow?'\n"
+                   f"{PROG} add convo_123 - < items.jsonl")
+    add.add_argument("id", help="session id (created if missing)")
+    add.add_argument("text", metavar="TEXT", help='message text, stored as {"role": ROLE, "content": TEXT}; '
+                     "'-' reads JSONL items from stdin")
+    add.add_argument("--role", default="user", help="role of the message (default: user)")
+
+    pop = _command(commands, "pop", cmd_pop, "remove the newest item and print it as JSON",
+                   f"{PROG} pop convo_123")
+    pop.add_argument("id", help="session id")
+
+    clear = _command(commands, "clear", cmd_clear, "remove every item (the empty file stays)",
+                     f"{PROG} clear convo_123 --yes")
+    clear.add_argument("id", help="session id")
+    clear.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+
+    rm = _command(commands, "rm", cmd_rm, "delete a session's file (its .torn sidecar is kept)",
+                  f"{PROG} rm convo_123 --yes")
+    rm.add_argument("id", help="session id")
+    rm.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+
+    fork = _command(commands, "fork", cmd_fork, "copy a session (or its first N items) to a new id",
+                    f"{PROG} fork convo_123 convo_123-retry --at 4")
+    fork.add_argument("source", metavar="SRC", help="session to copy")
+    fork.add_argument("target", metavar="DST", help="new session id (must not have items)")
+    fork.add_argument("--at", type=_count, metavar="N", help="copy only the first N items")
+
+    check = _command(commands, "check", cmd_check,
+                     "verify session files: bad lines, torn tails, unanswered tool calls (exit 1 if any)",
+                     f"{PROG} check\n{PROG} check convo_123 --fix\n"
+                     f"{PROG} check --secrets sessions/*.jsonl   # as a pre-commit hook", json=True)
+    check.add_argument("targets", nargs="*", metavar="ID_OR_FILE", help="session ids or .jsonl files (default: all)")
+    check.add_argument("--fix", action="store_true",
+                       help="move torn tails to the .torn sidecar; report what needs a human")
+    check.add_argument("--secrets", action="store_true",
+                       help="instead, look for API keys and tokens (file:line: kind: masked excerpt)")
+
+    edit = _command(commands, "edit", cmd_edit,
+                    "edit a session in $EDITOR while holding its lock; validated, then replaced atomically",
+                    f"EDITOR=nano {PROG} edit convo_123")
+    edit.add_argument("id", help="session id")
+
+    grep = _command(commands, "grep", cmd_grep,
+                    "search message text across sessions: id:line: role: snippet (exit 1 if nothing found)",
+                    f"{PROG} grep -i 'golden gate'\n{PROG} grep refund support-42 --role assistant", json=True)
+    grep.add_argument("pattern", metavar="PATTERN", help="Python regular expression")
+    grep.add_argument("ids", nargs="*", metavar="ID", help="sessions to search (default: all)")
+    grep.add_argument("--role", help="only items with this role (or type, e.g. function_call)")
+    grep.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
+
+    stats = _command(commands, "stats", cmd_stats,
+                     "count items by role and type, characters and tool calls (one session or all)",
+                     f"{PROG} stats convo_123", json=True)
+    stats.add_argument("id", nargs="?", help="session id (default: all sessions)")
+
+    export = _command(commands, "export", cmd_export, "copy a session to another Agents SDK backend",
+                      f"{PROG} export convo_123 --to sqlite:///chats.db\n"
+                      f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123")
+    export.add_argument("id", help="session id")
+    export.add_argument("--to", required=True, metavar="URL",
+                        help="sqlite:///path.db, a SQLAlchemy URL (sqlite+aiosqlite:///x.db, postgresql+asyncpg://...) "
+                        "or redis://host:port/db")
+    export.add_argument("--as", dest="as_id", metavar="OTHER_ID", help="session id there (default: the same)")
+
+    imp = _command(commands, "import", cmd_import, "copy a session from another Agents SDK backend into a file",
+                   f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy")
+    imp.add_argument("url", metavar="URL", help="backend URL, as for export")
+    imp.add_argument("--id", required=True, metavar="SOURCE_ID", help="session id in that backend")
+    imp.add_argument("--as", dest="as_id", metavar="ID", help="session id here (default: the same)")
+
+    redact = _command(commands, "redact", cmd_redact, "replace API keys and tokens in a session, in place",
+                      f"{PROG} redact support-42")
+    redact.add_argument("id", help="session id")
+    return parser

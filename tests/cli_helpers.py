@@ -1,0 +1,127 @@
+"""Helpers for the command-line tests: run the real console script, and a real redis-server.
+
+Every CLI test runs ``python -m jsonl_session`` (or the installed ``jsonl-session`` script)
+as a subprocess on real files, so argument parsing, exit codes, stderr and stdout are
+exactly what a user sees.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(sys.executable).with_name("jsonl-session")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without anything that would change the CLI's behaviour."""
+    env = {key: value for key, value in os.environ.items() if key not in ("JSONL_SESSION_DIR", "NO_COLOR")}
+    env.update(extra)
+    return env
+
+
+def run(
+    directory: Path | None,
+    *args: str,
+    input: str | bytes | None = None,
+    env: dict[str, str] | None = None,
+    script: bool = False,
+    timeout: float = 60,
+) -> Result:
+    """Run one command (``--dir directory`` appended when given) and capture its outcome."""
+    command: list[str] = [str(SCRIPT)] if script else [sys.executable, "-m", "jsonl_session"]
+    command += list(args)
+    if directory is not None:
+        command += ["--dir", str(directory)]
+    data = input.encode() if isinstance(input, str) else input
+    completed = subprocess.run(
+        command, input=data if data is not None else b"", capture_output=True, env=env or cli_env(),
+        timeout=timeout,
+    )
+    return Result(completed.returncode, completed.stdout.decode(), completed.stderr.decode())
+
+
+def write_lines(path: Path, lines: Sequence[str | bytes], *, end: bytes = b"\n") -> Path:
+    """Write raw lines to a session file (bypassing the library, to make broken files)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = b"\n".join(line.encode() if isinstance(line, str) else line for line in lines)
+    path.write_bytes(data + (end if lines else b""))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on a free loopback port, in a temp dir, no persistence; stopped afterwards.
+
+    Skipped when redis-server is not installed, unless ``JSONL_SESSION_REQUIRE_REDIS=1``
+    (set by ``.ci/run``), in which case the missing server is a failure.
+    """
+    server = shutil.which("redis-server")
+    if server is None:
+        message = "redis-server is not installed (Debian: apt-get install redis-server)"
+        if os.environ.get("JSONL_SESSION_REQUIRE_REDIS") == "1":
+            pytest.fail(message + " and JSONL_SESSION_REQUIRE_REDIS=1")
+        pytest.skip(message)
+    folder = tmp_path_factory.mktemp("redis")
+    for _ in range(5):  # the port may be taken between choosing and binding it: retry
+        port = free_port()
+        process = subprocess.Popen(
+            [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(folder), "--loglevel", "notice"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        try:
+            ready = _wait_ready(process)
+        except BaseException:
+            _stop(process)
+            raise
+        if ready:
+            break
+        _stop(process)
+    else:
+        pytest.fail("redis-server did not start on a free port after 5 tries")
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _stop(process)
+
+
+def _wait_ready(process: subprocess.Popen[str]) -> bool:
+    """Read the server's log until it accepts connections (True) or exits (False)."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        if "Ready to accept connections" in line:
+            return True
+    return False
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
