@@ -532,13 +532,15 @@ def _progress_bar(verb: str) -> Any:
 
 
 def _confirm(question: str, *, default: bool = False) -> bool:
-    """Ask on stderr, read the answer from stdin; end of input means the default."""
+    """Ask on stderr and read the answer from stdin: Enter means the default, end of input means no."""
     sys.stderr.write(f"{question} [{'Y/n' if default else 'y/N'}] ")
     sys.stderr.flush()
-    answer = sys.stdin.readline().strip().lower()
-    if not answer:
-        return default
-    return answer in ("y", "yes")
+    line = sys.stdin.readline()
+    if not line:  # nobody to answer (stdin closed or /dev/null): never assume yes
+        sys.stderr.write("\n")
+        return False
+    answer = line.strip().lower()
+    return default if not answer else answer in ("y", "yes")
 
 
 def _style(stream: IO[str]) -> Style:

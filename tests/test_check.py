@@ -1,0 +1,87 @@
+"""``check_file`` and ``jsonl-session check``: every problem named by file and line; only safe fixes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_helpers import run, write_lines
+
+from jsonl_session import JSONLSession
+from jsonl_session.check import check_file
+
+CALL = '{"type":"function_call","name":"lookup","arguments":"{}","call_id":"call_1"}'
+OUTPUT = '{"type":"function_call_output","call_id":"call_1","output":"ok"}'
+ORPHAN_OUTPUT = '{"type":"function_call_output","call_id":"call_9","output":"?"}'
+USER = '{"role":"user","content":"hi"}'
+
+
+def test_a_healthy_file_has_no_problems(sessions_dir: Path) -> None:
+    path = write_lines(sessions_dir / "ok.jsonl", [USER, "", CALL, OUTPUT + "\r"])
+    assert check_file(path) == []
+    # A valid last item without its newline is an item, not a torn tail.
+    write_lines(path, [USER, CALL, OUTPUT], end=b"")
+    assert check_file(path) == []
+
+
+def test_every_kind_of_problem_is_reported_with_its_line(sessions_dir: Path) -> None:
+    path = write_lines(
+        sessions_dir / "bad.jsonl",
+        [USER, '{"role": "user", oops}', "[1, 2]", CALL, ORPHAN_OUTPUT, '{"role":"assistant","con'],
+        end=b"",
+    )
+    problems = [(problem.line, problem.reason, problem.fixable) for problem in check_file(path)]
+    assert problems[0][0] == 2 and problems[0][1].startswith("not valid JSON (") and "oops" in problems[0][1]
+    assert problems[1] == (3, "not a JSON object (a list): '[1, 2]'", False)
+    assert problems[2] == (4, "function_call 'call_1' (lookup) has no function_call_output", False)
+    assert problems[3] == (5, "function_call_output 'call_9' answers no function_call", False)
+    assert problems[4] == (6, "torn tail: 24 bytes after the last newline", True)
+    assert str(check_file(path)[1]) == f"{path}:3: not a JSON object (a list): '[1, 2]'"
+
+
+def test_fix_moves_only_the_torn_tail_to_the_sidecar(sessions_dir: Path) -> None:
+    torn = b'{"role":"assistant","con'
+    path = write_lines(sessions_dir / "t.jsonl", [USER, "[1]", torn], end=b"")
+    problems = check_file(path, fix=True)
+    assert [(problem.line, problem.fixed) for problem in problems] == [(2, False), (3, True)]
+    assert problems[1].reason.endswith("moved to t.jsonl.torn")
+    assert path.read_bytes() == (USER + "\n[1]\n").encode()  # the bad complete line is left for a human
+    assert (sessions_dir / "t.jsonl.torn").read_bytes() == torn + b"\n"
+    assert [problem.line for problem in check_file(path)] == [2]
+
+
+def test_a_missing_file_is_a_problem(sessions_dir: Path) -> None:
+    assert [problem.reason for problem in check_file(sessions_dir / "nope.jsonl")] == ["no such file"]
+
+
+def test_check_command_exit_codes_fix_and_json(sessions_dir: Path) -> None:
+    JSONLSession("good", sessions_dir).add_items_sync([json.loads(USER), json.loads(CALL), json.loads(OUTPUT)])
+    clean = run(sessions_dir, "check")
+    assert (clean.code, clean.out, clean.err) == (0, "", "checked 1 file: 0 problems\n")
+
+    bad = write_lines(sessions_dir / "bad.jsonl", [USER, "[1]", CALL, '{"ro'], end=b"")
+    found = run(sessions_dir, "check")
+    assert found.code == 1
+    assert found.out.splitlines() == [
+        f"{bad}:2: not a JSON object (a list): '[1]'",
+        f"{bad}:3: function_call 'call_1' (lookup) has no function_call_output",
+        f"{bad}:4: torn tail: 4 bytes after the last newline",
+    ]
+    assert found.err == "checked 2 files: 3 problems\n"
+
+    fixed = run(sessions_dir, "check", "bad", "--fix", "--json")
+    assert fixed.code == 1  # two problems need a human
+    rows = [json.loads(line) for line in fixed.out.splitlines()]
+    assert [(row["line"], row["fixed"]) for row in rows] == [(2, False), (3, False), (4, True)]
+    assert (sessions_dir / "bad.jsonl.torn").read_bytes() == b'{"ro\n'
+
+    # Only a torn tail: --fix repairs everything, so the exit code is 0.
+    write_lines(sessions_dir / "torn.jsonl", [USER, '{"ro'], end=b"")
+    assert run(sessions_dir, "check", "torn", "--fix").code == 0
+    assert run(sessions_dir, "check", "torn", "good").code == 0
+
+    # Files by path (as pre-commit passes them), and unknown ids.
+    by_path = run(None, "check", str(sessions_dir / "good.jsonl"), str(bad))
+    assert by_path.code == 1 and by_path.out.count(str(bad)) == 2
+    unknown = run(sessions_dir, "check", "nope")
+    assert unknown.code == 1 and "nope: no such session" in unknown.err

@@ -1,0 +1,131 @@
+"""``jsonl-session edit`` (under the session's lock, validated, atomic), ``check --secrets`` and ``redact``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import cli_env, run
+
+from jsonl_session import JSONLSession, LockTimeout
+
+ITEMS = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi"}]
+OPENAI_KEY = "sk-proj-" + "a1B2c3D4" * 6
+
+
+def editor(tmp_path: Path, body: str) -> dict[str, str]:
+    """An $EDITOR that runs ``body`` (Python, with ``path`` = the file to edit); returns the env to use."""
+    script = tmp_path / "editor.py"
+    script.write_text(
+        "import json, pathlib, sys\n"
+        "path = pathlib.Path(sys.argv[1])\n"
+        f"counter = pathlib.Path({str(tmp_path / 'runs')!r})\n"
+        "run = int(counter.read_text()) + 1 if counter.exists() else 1\n"
+        "counter.write_text(str(run))\n" + body
+    )
+    return cli_env(EDITOR=f"{sys.executable} {script}", VISUAL="")
+
+
+def test_edit_replaces_the_session_with_the_edited_items(tmp_path: Path, sessions_dir: Path) -> None:
+    session = JSONLSession("c", sessions_dir)
+    session.add_items_sync(ITEMS)
+    env = editor(tmp_path, (
+        "lines = path.read_text().splitlines()\n"
+        "assert [json.loads(line) for line in lines] == " + repr(ITEMS) + "\n"
+        "path.write_text(lines[0] + '\\n\\n' + json.dumps({'role': 'assistant', 'content': 'Edited'}) + '\\n')\n"
+    ))
+    result = run(sessions_dir, "edit", "c", env=env)
+    assert (result.code, result.err) == (0, "c: saved (2 -> 2 items)\n")
+    assert session.get_items_sync() == [ITEMS[0], {"role": "assistant", "content": "Edited"}]
+
+
+def test_invalid_edit_aborts_and_leaves_the_session_untouched(tmp_path: Path, sessions_dir: Path) -> None:
+    session = JSONLSession("c", sessions_dir)
+    session.add_items_sync(ITEMS)
+    before = session.path.read_bytes()
+    env = editor(tmp_path, "path.write_text('{\"role\": \"user\"}\\n{broken\\n')\n")
+    result = run(sessions_dir, "edit", "c", env=env)  # stdin at end: "edit again?" is answered no
+    assert result.code == 1
+    assert result.err.startswith("jsonl-session: error: line 2: not valid JSON")
+    assert "edit again? [Y/n]" in result.err and "edit abandoned; session left unchanged" in result.err
+    assert session.path.read_bytes() == before
+
+    failing = editor(tmp_path, "sys.exit(3)\n")
+    result = run(sessions_dir, "edit", "c", env=failing)
+    assert result.code == 1 and "editor exited with status 3" in result.err
+    assert session.path.read_bytes() == before
+
+
+def test_invalid_edit_reopens_the_editor_when_asked(tmp_path: Path, sessions_dir: Path) -> None:
+    session = JSONLSession("c", sessions_dir)
+    session.add_items_sync(ITEMS)
+    env = editor(tmp_path, (
+        "if run == 1:\n"
+        "    path.write_text('[\"not an object\"]\\n')\n"
+        "else:\n"
+        "    assert path.read_text() == '[\"not an object\"]\\n'  # the broken text comes back to fix\n"
+        "    path.write_text(json.dumps({'role': 'user', 'content': 'fixed'}) + '\\n')\n"
+    ))
+    result = run(sessions_dir, "edit", "c", input="\n", env=env)  # Enter: the default, yes
+    assert result.code == 0, result.err
+    assert "line 1: not a JSON object (a list)" in result.err
+    assert (tmp_path / "runs").read_text() == "2"
+    assert session.get_items_sync() == [{"role": "user", "content": "fixed"}]
+
+
+def test_the_lock_is_held_while_the_editor_is_open(tmp_path: Path, sessions_dir: Path) -> None:
+    session = JSONLSession("c", sessions_dir)
+    session.add_items_sync(ITEMS)
+    # The editor says when it is open, then waits for a line on stdin (inherited from the CLI).
+    env = editor(tmp_path, (
+        "print('editor open', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "path.write_text(path.read_text() + json.dumps({'role': 'user', 'content': 'added in editor'}) + '\\n')\n"
+    ))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jsonl_session", "edit", "c", "--dir", str(sessions_dir)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )
+    try:
+        assert process.stdout is not None and process.stdin is not None
+        assert process.stdout.readline() == "editor open\n"
+        agent = JSONLSession("c", sessions_dir, lock_timeout=0.2)  # another writer, e.g. a running agent
+        with pytest.raises(LockTimeout):
+            agent.add_items_sync([{"role": "user", "content": "racing"}])
+        process.stdin.write("\n")
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream:
+                stream.close()
+    assert session.get_items_sync() == [*ITEMS, {"role": "user", "content": "added in editor"}]
+    agent.add_items_sync([{"role": "user", "content": "after"}])  # the lock is free again
+    assert len(session.get_items_sync()) == 4
+
+
+def test_check_secrets_reports_masked_findings_and_redact_replaces_them(sessions_dir: Path) -> None:
+    session = JSONLSession("leaky", sessions_dir)
+    session.add_items_sync([ITEMS[0], {"role": "user", "content": f"my key is {OPENAI_KEY}"}])
+    JSONLSession("clean", sessions_dir).add_items_sync(ITEMS)
+
+    found = run(sessions_dir, "check", "--secrets")
+    assert found.code == 1
+    assert found.out == f"{session.path}:2: openai-key: sk-pro… (56 chars)\n"
+    assert OPENAI_KEY not in found.out + found.err
+    # As a pre-commit hook: file names instead of ids; a clean file passes.
+    assert run(None, "check", "--secrets", str(sessions_dir / "clean.jsonl")).code == 0
+    as_json = run(None, "check", "--secrets", "--json", str(session.path))
+    assert json.loads(as_json.out)["kind"] == "openai-key"
+
+    redacted = run(sessions_dir, "redact", "leaky")
+    assert redacted.code == 0
+    assert redacted.out == f"{session.path}:2: openai-key: sk-pro… (56 chars) -> [REDACTED:openai-key]\n"
+    assert session.get_items_sync()[1] == {"role": "user", "content": "my key is [REDACTED:openai-key]"}
+    assert run(sessions_dir, "check", "--secrets", "leaky").code == 0
