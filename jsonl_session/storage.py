@@ -158,8 +158,7 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
 def read_all_lines(fd: int) -> list[bytes]:
     """Every line of the file, BOM stripped; the last element is what follows the last newline."""
     data = _read_range(fd, 0, os.fstat(fd).st_size)
-    if data.startswith(codec.BOM):
-        data = data[len(codec.BOM) :]
+    data = data.removeprefix(codec.BOM)
     return data.split(b"\n")
 
 
@@ -189,8 +188,7 @@ def describe_bad_line(line: bytes) -> str | None:
 
 def _read_all(fd: int, path: Path, size: int) -> list[Any]:
     data = _read_range(fd, 0, size)
-    if data.startswith(codec.BOM):
-        data = data[len(codec.BOM) :]
+    data = data.removeprefix(codec.BOM)
     loads = codec.decoder_for(data)
     lines = data.split(b"\n")
     del data
@@ -231,8 +229,7 @@ def _decode(fd: int, path: Path, offset: int, line: bytes, decode: Any = codec.d
 
 def _parse_tail(tail: bytes) -> Any:
     """The item in the bytes after the last newline, or None if they are torn."""
-    if tail.startswith(codec.BOM):
-        tail = tail[len(codec.BOM) :]
+    tail = tail.removeprefix(codec.BOM)
     try:
         item = codec.decode_line(tail)
     except ValueError:
