@@ -1,1 +1,206 @@
-"""pytest plugin for jsonl-session (registered through the ``pytest11`` entry point)."""
+"""pytest plugin for jsonl-session, registered through the ``pytest11`` entry point.
+
+Installed with the package, so these fixtures are available in every test without imports:
+
+* ``jsonl_sessions``: a fresh, empty :class:`~jsonl_session.SessionDirectory` in a temporary folder.
+* ``open_session_fixture(path, mode="copy")``: a committed session file as a session. The
+  test works on a temporary copy, so the committed file is never modified: ``mode="copy"``
+  lets the test write to the copy, ``mode="readonly"`` makes every write raise
+  :class:`ReadOnlySessionError`. After the test the committed file is checked to be
+  byte-identical.
+* ``agent_recording``: record and replay agent runs (see :mod:`jsonl_session.replay`). By
+  default it replays ``<test folder>/recordings/<test module>/<test name>.jsonl`` offline;
+  with ``--record-agents`` or ``JSONL_SESSION_RECORD=1`` it calls the real model and writes
+  that file (only when the test passes).
+
+Example:
+    .. code-block:: python
+
+        async def test_answers_follow_up(open_session_fixture, agent_recording):
+            session = open_session_fixture("sessions/tool_call.jsonl")
+            agent = Agent(name="support", model=agent_recording.model("gpt-4.1"))
+            result = await Runner.run(agent, "And when will it arrive?", session=session)
+            assert "4 December" in result.final_output
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from .directory import SessionDirectory
+from .errors import JSONLSessionError
+from .naming import filename_for, id_for
+from .replay import Recording
+from .session import JSONLSession
+
+RECORD_ENV = "JSONL_SESSION_RECORD"
+_reports = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+class ReadOnlySessionError(JSONLSessionError, PermissionError):
+    """A test tried to change a session opened with ``mode="readonly"``."""
+
+
+class ReadOnlySession(JSONLSession):
+    """A session whose every write raises :class:`ReadOnlySessionError`; reads work as usual.
+
+    Example:
+        >>> session = ReadOnlySession("tool_call", "sessions")      # doctest: +SKIP
+        >>> session.add_items_sync([{"role": "user", "content": "hi"}])  # doctest: +SKIP
+        Traceback (most recent call last):
+        jsonl_session.pytest_plugin.ReadOnlySessionError: sessions/tool_call.jsonl is read-only ...
+    """
+
+    def _refuse(self, operation: str) -> ReadOnlySessionError:
+        return ReadOnlySessionError(
+            f"{self.path} is read-only in this test ({operation} would change it); "
+            "use open_session_fixture(path, mode='copy') for a writable copy"
+        )
+
+    async def add_items(self, items: Any) -> None:
+        raise self._refuse("add_items")
+
+    async def pop_item(self) -> Any:
+        raise self._refuse("pop_item")
+
+    async def clear_session(self) -> None:
+        raise self._refuse("clear_session")
+
+    def add_items_sync(self, items: Any) -> None:
+        raise self._refuse("add_items")
+
+    def pop_item_sync(self) -> Any:
+        raise self._refuse("pop_item")
+
+    def clear_session_sync(self) -> None:
+        raise self._refuse("clear_session")
+
+    def rewrite(self) -> Any:
+        raise self._refuse("rewrite")
+
+    def replace_items_sync(self, items: Any) -> None:
+        raise self._refuse("replace_items")
+
+    def repair_sync(self) -> bytes | None:
+        raise self._refuse("repair")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("jsonl-session")
+    group.addoption(
+        "--record-agents",
+        action="store_true",
+        default=None,
+        help=f"agent_recording: run against the real model and (re)write the recordings (or set {RECORD_ENV}=1)",
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Keep each phase's report so fixtures can tell in teardown whether the test passed."""
+    outcome = yield
+    report = outcome.get_result()
+    item.stash.setdefault(_reports, {})[report.when] = report
+
+
+@pytest.fixture
+def jsonl_sessions(tmp_path: Path) -> SessionDirectory:
+    """A fresh, empty session directory in a temporary folder (not durable: tests need no fsync).
+
+    Example:
+        >>> def test_remembers(jsonl_sessions):                      # doctest: +SKIP
+        ...     session = jsonl_sessions.open("chat")
+    """
+    return SessionDirectory(tmp_path / "sessions", durable=False)
+
+
+@pytest.fixture
+def open_session_fixture(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[..., JSONLSession]]:
+    """Open a committed session file on a temporary copy; the committed file is never modified.
+
+    Call it with a path (relative paths are resolved against pytest's rootdir) and
+    ``mode="copy"`` (writes go to the copy) or ``mode="readonly"`` (writes raise).
+
+    Example:
+        >>> def test_summary(open_session_fixture):                   # doctest: +SKIP
+        ...     session = open_session_fixture("sessions/tool_call.jsonl", mode="readonly")
+        ...     assert session.get_items_sync()[0]["role"] == "user"
+    """
+    originals: list[tuple[Path, str]] = []
+
+    def open_fixture(
+        path: str | os.PathLike[str], mode: Literal["copy", "readonly"] = "copy"
+    ) -> JSONLSession:
+        if mode not in ("copy", "readonly"):
+            raise ValueError(f"mode must be 'copy' or 'readonly', not {mode!r}")
+        source = Path(path)
+        if not source.is_absolute():
+            source = request.config.rootpath / source
+        if not source.is_file():
+            raise FileNotFoundError(f"{source}: no such session file")
+        session_id = id_for(source.name)
+        if session_id is None:
+            raise ValueError(f"{source}: a session file is named <id>.jsonl")
+        copy_dir = tmp_path / "session_fixtures" / str(len(originals))
+        copy_dir.mkdir(parents=True)
+        shutil.copyfile(source, copy_dir / source.name)
+        originals.append((source, _digest(source)))
+        session_class = ReadOnlySession if mode == "readonly" else JSONLSession
+        return session_class(session_id, copy_dir, durable=False)
+
+    yield open_fixture
+    changed = [str(source) for source, digest in originals if _digest(source) != digest]
+    if changed:
+        raise AssertionError(f"committed session file(s) changed during the test: {', '.join(changed)}")
+
+
+@pytest.fixture
+def agent_recording(request: pytest.FixtureRequest) -> Iterator[Recording]:
+    """Record this test's agent run once, replay it offline afterwards.
+
+    The recording is ``<test folder>/recordings/<test module>/<test name>.jsonl``, an
+    ordinary session file. Pass ``agent_recording.model(real)`` to your ``Agent``; ``real``
+    (a ``Model``, a model name, or None for the SDK default) is used only when recording.
+
+    Example:
+        >>> async def test_weather(agent_recording, jsonl_sessions):  # doctest: +SKIP
+        ...     agent = Agent(name="w", model=agent_recording.model("gpt-4.1"), tools=[get_weather])
+        ...     result = await Runner.run(agent, "Paris?", session=jsonl_sessions.open("w"))
+    """
+    recording = Recording(
+        recording_path(request.node), mode="record" if _record_mode(request.config) else "replay"
+    )
+    yield recording
+    reports = request.node.stash.get(_reports, {})
+    if "call" in reports and reports["call"].passed:
+        recording.finish()
+
+
+def recording_path(node: pytest.Item) -> Path:
+    """Where a test's recording lives: ``<test folder>/recordings/<module>/<test name>.jsonl``."""
+    test_file = Path(node.path)
+    name = ".".join(node.nodeid.split("::")[1:]) or node.name
+    return test_file.parent / "recordings" / test_file.stem / filename_for(name)
+
+
+def _record_mode(config: pytest.Config) -> bool:
+    option = config.getoption("record_agents")
+    if option is not None:
+        return bool(option)
+    return os.environ.get(RECORD_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+__all__ = ["ReadOnlySession", "ReadOnlySessionError", "recording_path"]

@@ -165,7 +165,9 @@ def redact_session(session: JSONLSession) -> list[SecretFinding]:
             replaced: list[tuple[str, str]] = []
             new_items.append(_redact_value(item, replaced))
             line = line_numbers[index] if index < len(line_numbers) else index + 1
-            findings.extend(SecretFinding(session.path, line, kind, mask(secret)) for kind, secret in replaced)
+            findings.extend(
+                SecretFinding(session.path, line, kind, mask(secret)) for kind, secret in replaced
+            )
         if findings:
             draft.items = new_items
     return findings

@@ -33,7 +33,10 @@ def planted() -> dict[str, str]:
         "github-pat": "github" + "_pat_" + ALNUM + "_" + ALNUM,
         "slack-token": "xo" + "xb-" + "1234567890-" + ALNUM,
         "bearer-token": "eyJhbGciOiJIUzI1NiJ9." + ALNUM + "." + ALNUM,
-        "private-key": "-----BEGIN RSA " + "PRIVATE KEY-----\n" + pem_body + "\n-----END RSA PRIVATE KEY-----",
+        "private-key": "-----BEGIN RSA "
+        + "PRIVATE KEY-----\n"
+        + pem_body
+        + "\n-----END RSA PRIVATE KEY-----",
     }
 
 
@@ -61,7 +64,9 @@ def write_session(path: Path, items: list[dict[str, object]]) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(planted()))
-def test_scan_file_finds_each_kind_with_its_line_and_never_prints_the_secret(tmp_path: Path, name: str) -> None:
+def test_scan_file_finds_each_kind_with_its_line_and_never_prints_the_secret(
+    tmp_path: Path, name: str
+) -> None:
     path = tmp_path / "leaky.jsonl"
     write_session(
         path,
@@ -83,7 +88,9 @@ def test_scan_file_finds_each_kind_with_its_line_and_never_prints_the_secret(tmp
 def test_secret_in_a_function_calls_json_arguments_is_found(tmp_path: Path) -> None:
     path = tmp_path / "tool.jsonl"
     arguments = orjson.dumps({"headers": {"Authorization": "Bearer " + planted()["bearer-token"]}}).decode()
-    write_session(path, [{"type": "function_call", "call_id": "call_1", "name": "fetch", "arguments": arguments}])
+    write_session(
+        path, [{"type": "function_call", "call_id": "call_1", "name": "fetch", "arguments": arguments}]
+    )
 
     assert [(f.line, f.kind) for f in scan_file(path)] == [(1, "bearer-token")]
 
