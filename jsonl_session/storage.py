@@ -27,7 +27,10 @@ from .errors import MalformedLineError, TornTailWarning, UnsafePathError
 from .locking import fsync_directory
 from .naming import TORN_SUFFIX
 
-_FIRST_CHUNK = 16 * 1024
+# First read from the end: enough for the last line, or for ``limit`` lines of a typical
+# size (a chat item is 300-600 bytes); a block that holds too few lines is read again 4x larger.
+_TAIL_CHUNK = 4 * 1024
+_BYTES_PER_LINE_GUESS = 1024
 _MAX_CHUNK = 1024 * 1024
 _SNIPPET = 60
 
@@ -290,7 +293,7 @@ def _read_range(fd: int, start: int, end: int) -> bytes:
 
 def _tail(fd: int, size: int) -> tuple[int, bytes]:
     """The offset and bytes of what follows the last newline (``b""`` when the file ends with one)."""
-    chunk = _FIRST_CHUNK
+    chunk = _TAIL_CHUNK
     while True:
         start = max(0, size - chunk)
         data = os.pread(fd, size - start, start)
@@ -309,7 +312,7 @@ def _newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes
     block from the end, and a four times larger one while the block holds too few lines,
     so the cost is proportional to the lines wanted, not to the file.
     """
-    chunk = _FIRST_CHUNK
+    chunk = max(_TAIL_CHUNK, count * _BYTES_PER_LINE_GUESS)
     while True:
         start = max(0, size - chunk)
         data = os.pread(fd, size - start, start)

@@ -142,3 +142,15 @@ def test_items_round_trip_exactly_without_envelope(api: Sync, session: JSONLSess
         '{"type":"function_call","call_id":"call_1","name":"get_weather",'
         '"arguments":"{\\"city\\": \\"Zürich\\"}","nested":{"z":1,"a":[1.5,-0.0,null,true,"日本語"]}}\n'
     ).encode()
+
+
+@pytest.mark.parametrize("limit", [1, 2, 7, 30, 99, 100, 101])
+def test_limited_reads_across_block_boundaries(session: JSONLSession, limit: int) -> None:
+    # Items of very different sizes, so the newest-n read must grow its block several times.
+    items = [{"i": i, "text": "é" * (i * 97 % 5000)} for i in range(100)]
+    session.add_items_sync(items)
+    assert session.get_items_sync(limit) == items[-limit:]
+    with open(session.path, "ab") as f:
+        f.write(b"\n\n")  # trailing blank lines change nothing
+    assert session.get_items_sync(limit) == items[-limit:]
+    assert session.pop_item_sync() == items[-1]
