@@ -295,13 +295,13 @@ def _tail(fd: int, size: int) -> tuple[int, bytes]:
     """The offset and bytes of what follows the last newline (``b""`` when the file ends with one)."""
     chunk = _TAIL_CHUNK
     while True:
-        start = max(0, size - chunk)
-        data = os.pread(fd, size - start, start)
+        begin = max(0, size - chunk)
+        start, data = _read_block(fd, begin, size)
         newline = data.rfind(b"\n")
         if newline >= 0:
             return start + newline + 1, data[newline + 1 :]
-        if start == 0:
-            return 0, data
+        if begin == 0:
+            return start, data
         chunk = min(chunk * 4, _MAX_CHUNK) if chunk < _MAX_CHUNK else chunk * 2
 
 
@@ -314,14 +314,15 @@ def _newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes
     """
     chunk = max(_TAIL_CHUNK, count * _BYTES_PER_LINE_GUESS)
     while True:
-        start = max(0, size - chunk)
-        data = os.pread(fd, size - start, start)
+        begin = max(0, size - chunk)
+        start, data = _read_block(fd, begin, size)
+        at_file_start = begin == 0
         lines = data.split(b"\n")
         tail = lines.pop()
         tail_offset = size - len(tail)
         tail_item = _parse_tail(tail) if not codec.is_blank(tail) else None
         wanted = count - (tail_item is not None)
-        complete = lines if start == 0 else lines[1:]  # the first piece may be cut
+        complete = lines if at_file_start else lines[1:]  # the first piece may be cut
         picked: list[tuple[int, bytes]] = []
         offset = tail_offset
         for line in reversed(complete):
@@ -330,10 +331,18 @@ def _newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes
                 break
             if not codec.is_blank(line):
                 picked.append((offset, line))
-        if len(picked) >= wanted or start == 0:
+        if len(picked) >= wanted or at_file_start:
             picked.reverse()
             return picked, tail_item, tail_offset
         chunk *= 4
+
+
+def _read_block(fd: int, start: int, end: int) -> tuple[int, bytes]:
+    """Bytes ``start:end`` of the file; a BOM at the very start is skipped (and ``start`` moved past it)."""
+    data = os.pread(fd, end - start, start)
+    if start == 0 and data.startswith(codec.BOM):
+        return len(codec.BOM), data[len(codec.BOM) :]
+    return start, data
 
 
 def _snippet(line: bytes) -> str:

@@ -258,3 +258,18 @@ def test_no_warning_when_nothing_is_torn(session: JSONLSession) -> None:
         session.add_items_sync([{"a": 1}])
         session.pop_item_sync()
         session.add_items_sync([{"a": 1}])
+
+
+def test_a_bom_before_a_blank_first_line_or_alone(session: JSONLSession) -> None:
+    write(session, b'\xef\xbb\xbf\n{"a":1}\n')
+    assert session.get_items_sync(5) == [{"a": 1}]
+    assert session.get_items_sync() == [{"a": 1}]
+    assert session.pop_item_sync() == {"a": 1}
+    assert session.pop_item_sync() is None
+    write(session, b"\xef\xbb\xbf")
+    assert session.get_items_sync(1) == [] and session.get_items_sync() == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a lone BOM is not a torn tail
+        session.add_items_sync([{"b": 2}])
+    assert session.get_items_sync() == [{"b": 2}]
+    assert session.get_items_sync(1) == [{"b": 2}]
