@@ -187,14 +187,6 @@ class Recording:
         while end < len(recorded) and not is_model_output(recorded[end]):
             end += 1
         expected = recorded[:end]
-        if len(actual) == len(expected) and all(
-            _canonical(a) == _canonical(r) for a, r in zip(actual, expected)
-        ):
-            return ReplayMismatch(
-                f"{self.path}: model call {self.calls} has no recorded answer: the recording ends "
-                f"after line {self._line_of(len(recorded) - 1)}, so the agent made more model calls "
-                f"than when it was recorded; {RECORD_HINT}"
-            )
         expected_lines = [_dumps(item) for item in expected]
         # Items equal but for ids or key order are shown as recorded, so the diff shows real changes only.
         actual_lines = [
@@ -208,10 +200,14 @@ class Recording:
                 expected_lines, actual_lines, f"recorded ({self.path})", "actual model input", lineterm=""
             )
         )
-        return ReplayMismatch(
-            f"{self.path}: model call {self.calls}: the agent's input diverged from the recording "
-            f"(- recorded, + actual); {RECORD_HINT}\n{diff}"
-        )
+        if actual_lines[: len(recorded)] == expected_lines and len(actual) >= len(recorded):
+            headline = (
+                f"model call {self.calls} has no recorded answer: the recording ends at line "
+                f"{self._line_of(len(recorded) - 1)}, and the agent made more model calls than when it was recorded"
+            )
+        else:
+            headline = f"model call {self.calls}: the agent's input diverged from the recording (- recorded, + actual)"
+        return ReplayMismatch(f"{self.path}: {headline}; {RECORD_HINT}\n{diff}".rstrip())
 
     def _record(self, model_input: Any, answer: list[Any]) -> None:
         self.calls += 1
