@@ -143,10 +143,12 @@ class FileHandle:
         """Unlock. ``invalidate`` after replacing or deleting the file: the next call reopens."""
         try:
             if self._fd is not None:
+                # Unlock explicitly even when closing: a forked child shares the open file
+                # description, and with it the lock, until it exits; holders of the old
+                # inode would wait for it (tests/reliability/test_crash_loop.py).
+                _unlock(self._fd)
                 if invalidate:
-                    self._drop()  # closing releases the lock
-                else:
-                    _unlock(self._fd)
+                    self._drop()
         finally:
             self._mutex.release()
 
