@@ -117,9 +117,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    session = _existing(args, args.id)
     if args.follow:
-        return _follow(args, session)
+        return _follow(args, _open(args, args.id))
+    session = _existing(args, args.id)
     _print_items(args, session.get_items_sync(limit=args.n))
     return 0
 
@@ -342,30 +342,34 @@ def _print_items(args: argparse.Namespace, items: list[Any], *, first: int | Non
 
 
 def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
-    """``tail -f``: print the newest items, then every change as it happens, until interrupted."""
+    """``tail -f``: the newest N items, then every change as it happens, until Ctrl-C or SIGTERM.
+
+    With ``--json`` each line is one change, ``{"kind": ..., "count": ..., "items": [...]}``,
+    so a script can tell appended items from pops and clears.
+    """
     style = _style(sys.stdout)
-    start = args.n if args.n is not None else 10
-    for change in session.watch_sync(start=start):
-        kind = change.kind
-        if kind == "appended":
-            _print_items(args, list(change.items))
-        elif args.json:
-            _json_line({"event": kind, "count": change.count, "items": list(change.items or [])})
-        elif kind == "removed":
-            print(style.dim(f"-- {change.count} item{_s(change.count)} removed (pop) --"))
-        elif kind == "cleared":
-            print(style.dim("-- session cleared --"))
-        else:
-            print(style.dim(f"-- session replaced ({len(change.items or [])} items) --"))
-            _print_items(args, list(change.items or []))
-        sys.stdout.flush()
+    if not session.path.is_file():
+        print(f"{args.id}: no such session in {args.dir} yet; waiting for it", file=sys.stderr)
+    with session.watch_sync(start=args.n, raise_interrupt=False) as changes:
+        for change in changes:
+            if args.json:
+                _json_line({"kind": change.kind, "count": change.count, "items": change.items})
+            elif change.kind == "appended":
+                _print_items(args, change.items)
+            elif change.kind == "removed":
+                print(style.dim(f"-- {change.count} item{_s(change.count)} removed --"))
+            elif change.kind == "replaced":
+                print(style.dim(f"-- session rewritten: now {change.count} item{_s(change.count)} --"))
+                _print_items(args, change.items[-args.n :] if args.n else [])
+            else:  # cleared, deleted
+                print(style.dim(f"-- session {change.kind} --"))
+            sys.stdout.flush()
     return 0
 
 
 def _parse_items(data: bytes, source: str) -> list[Any]:
     """Every non-blank line as an item, or a Failure naming the first bad line (nothing half-done)."""
-    if data.startswith(codec.BOM):
-        data = data[len(codec.BOM) :]
+    data = data.removeprefix(codec.BOM)
     items = []
     for number, line in enumerate(data.split(b"\n"), 1):
         if codec.is_blank(line):
@@ -507,7 +511,7 @@ async def _backend_errors(url: str) -> AsyncIterator[None]:
         yield
     except (Failure, JSONLSessionError, ValueError):
         raise
-    except Exception as exc:  # redis.ConnectionError, sqlalchemy.exc.OperationalError, ...
+    except Exception as exc:  # noqa: BLE001  (redis.ConnectionError, sqlalchemy OperationalError...)
         raise Failure(f"{_shown(url)}: {type(exc).__name__}: {exc}") from None
 
 

@@ -8,7 +8,7 @@ Rendering never fails on an unexpected shape: unknown items are shown as compact
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -86,7 +86,7 @@ def shorten(text: str, width: int = TOOL_TEXT_WIDTH) -> str:
 class Style:
     """ANSI colours, or none at all (pipes, files, ``NO_COLOR``)."""
 
-    _ROLE_COLOURS = {"user": "32", "assistant": "36", "system": "35", "developer": "35"}
+    _ROLE_COLOURS: ClassVar[dict[str, str]] = {"user": "32", "assistant": "36", "system": "35", "developer": "35"}
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled

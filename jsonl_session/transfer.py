@@ -122,7 +122,7 @@ def _sqlalchemy_session(url: str, session_id: str) -> Any:
         return SQLAlchemySession.from_url(session_id, url=url, create_tables=True)
     except ImportError as exc:  # the driver named in the URL (aiosqlite, asyncpg...)
         raise BackendUnavailable(f"{url.split(':', 1)[0]}: driver not installed ({exc})") from None
-    except Exception as exc:  # sqlalchemy.exc.ArgumentError and friends: a malformed URL
+    except Exception as exc:  # noqa: BLE001  (sqlalchemy's ArgumentError and friends: a malformed URL)
         raise ValueError(f"{url!r}: not a usable SQLAlchemy URL ({exc})") from None
 
 

@@ -50,7 +50,7 @@ def run(
         command += ["--dir", str(directory)]
     data = input.encode() if isinstance(input, str) else input
     completed = subprocess.run(
-        command, input=data if data is not None else b"", capture_output=True, env=env or cli_env(),
+        command, input=data if data is not None else b"", capture_output=True, check=False, env=env or cli_env(),
         timeout=timeout,
     )
     return Result(completed.returncode, completed.stdout.decode(), completed.stderr.decode())

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import pty
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from cli_helpers import SCRIPT, cli_env, run, write_lines
@@ -206,7 +208,8 @@ def test_dir_comes_from_the_environment_and_defaults_to_sessions(tmp_path: Path)
 
     make(tmp_path / "sessions", "from-cwd")
     completed = subprocess.run(
-        [sys.executable, "-m", "jsonl_session", "ls", "--json"], cwd=tmp_path, capture_output=True, env=cli_env()
+        [sys.executable, "-m", "jsonl_session", "ls", "--json"],
+        cwd=tmp_path, capture_output=True, env=cli_env(), check=False,
     )
     assert [json.loads(line)["id"] for line in completed.stdout.splitlines()] == ["from-cwd"]
 
@@ -249,3 +252,38 @@ def test_console_script_is_installed_next_to_the_interpreter(sessions_dir: Path)
     assert SCRIPT.exists()
     result = run(sessions_dir, "ls", "--json", script=True)
     assert result.code == 0 and json.loads(result.out)["id"] == "convo"
+
+
+def test_tail_follow_prints_appends_pops_and_clears_as_they_happen(sessions_dir: Path) -> None:
+    session = make(sessions_dir, "live", [{"role": "user", "content": f"old {n}"} for n in range(3)])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jsonl_session", "tail", "live", "-n", "2", "-f", "--dir", str(sessions_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True)  # type: ignore[union-attr]
+    reader.start()
+
+    def next_line() -> str:
+        try:
+            return lines.get(timeout=60)
+        except queue.Empty:
+            raise AssertionError("tail -f printed nothing for 60 s") from None
+
+    try:
+        assert [next_line(), next_line()] == ["user: old 1\n", "user: old 2\n"]
+        session.add_items_sync([{"role": "assistant", "content": "new answer"}])
+        assert next_line() == "assistant: new answer\n"
+        session.pop_item_sync()
+        assert next_line() == "-- 1 item removed --\n"
+        session.clear_session_sync()
+        assert next_line() == "-- session cleared --\n"
+        session.add_items_sync([{"role": "user", "content": "after the clear"}])
+        assert next_line() == "user: after the clear\n"
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+        reader.join(timeout=60)
+        for stream in (process.stdout, process.stderr):
+            if stream:
+                stream.close()

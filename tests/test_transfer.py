@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import pty
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
