@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
@@ -47,9 +48,29 @@ def watchdog(close: Callable[[], object], seconds: float = WAIT) -> Iterator[Non
         timer.cancel()
 
 
-def open_fds() -> set[int]:
-    """This process's open file descriptors (Linux)."""
-    return {int(name) for name in os.listdir("/proc/self/fd")}
+def open_fds() -> dict[int, str]:
+    """This process's open file descriptors and what they are (Linux)."""
+    found = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            found[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+        except FileNotFoundError:  # the descriptor listdir itself used
+            pass
+    return found
+
+
+def settles(check: Callable[[], bool], seconds: float = WAIT) -> bool:
+    """Poll ``check`` until it is true, for teardown that offers nothing to wait on.
+
+    watchfiles' Rust watcher stops its event-loop thread on ``close()``; that thread closes
+    its epoll and eventfd descriptors as it exits, a moment later, and cannot be joined.
+    """
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def watch_threads() -> list[threading.Thread]:
