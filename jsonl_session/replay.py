@@ -26,7 +26,6 @@ writes the last call's input followed by its answer, which contains every earlie
 from __future__ import annotations
 
 import difflib
-import functools
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -307,15 +306,26 @@ def _output_items(items: Sequence[Any], path: Path) -> list[Any]:
     return converted
 
 
-@functools.cache
 def _model_class() -> type:
     """The SDK ``Model`` subclass, built on first use so that importing this module needs no ``agents``."""
-    from agents.items import ModelResponse
     from agents.models.interface import Model
+
+    # Keyed by the SDK's Model class: if ``agents`` is ever imported afresh (pytester does
+    # that), the subclass must derive from the new Model or the SDK will not accept it.
+    if Model not in _model_classes:
+        _model_classes[Model] = _build_model_class(Model)
+    return _model_classes[Model]
+
+
+_model_classes: dict[type, type] = {}
+
+
+def _build_model_class(Model: type) -> type:
+    from agents.items import ModelResponse
     from agents.testing import ModelStep, ScriptedModel
     from agents.usage import Usage
 
-    class RecordingModel(Model):
+    class RecordingModel(Model):  # type: ignore[misc]
         """Replays ``recording`` (``real`` is None) or passes calls to ``real`` and records them."""
 
         def __init__(self, recording: Recording, real: Any) -> None:

@@ -1,0 +1,311 @@
+"""The pytest plugin's fixtures, exercised in real pytest runs with ``pytester``.
+
+Each test writes a small test module into a temporary project, runs pytest on it, and checks
+the outcome and the files on disk, in particular that committed session files stay
+byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+from pathlib import Path
+
+import agents  # noqa: F401  (imported once here, so the inline pytest runs below reuse it)
+import pytest
+
+pytest_plugins = ["pytester"]
+
+CHAT = (
+    '{"content":"Where is my order A-1042?","role":"user"}\n'
+    '{"id":"msg_1","content":[{"annotations":[],"text":"It has shipped.","type":"output_text",'
+    '"logprobs":[]}],"role":"assistant","status":"completed","type":"message"}\n'
+)
+
+AGENT_TEST = """
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    set_tracing_disabled(True)
+    QUESTION = "What's the weather in Paris?"
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        '''Return the weather for a city.'''
+        return f"Sunny in {city}"
+
+    def stand_in():
+        return ScriptedModel([
+            [function_call("get_weather", {"city": "Paris"}, call_id="call_1")],
+            [assistant_message("Sunny in Paris.", item_id="msg_1")],
+        ])
+
+    def test_weather(agent_recording, jsonl_sessions):
+        agent = Agent(name="w", tools=[get_weather], model=agent_recording.model(stand_in()))
+        result = Runner.run_sync(agent, QUESTION, session=jsonl_sessions.open("w"))
+        assert result.final_output == "Sunny in Paris."
+"""
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def committed(pytester: pytest.Pytester) -> Path:
+    """A committed session file in the temporary project, as ``sessions/chat.jsonl``."""
+    path = pytester.path / "sessions" / "chat.jsonl"
+    path.parent.mkdir()
+    path.write_text(CHAT, encoding="utf-8")
+    return path
+
+
+def test_jsonl_sessions_gives_each_test_a_fresh_empty_directory(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parametrize("run", [1, 2])
+        def test_fresh(jsonl_sessions, run):
+            assert jsonl_sessions.ids() == []
+            jsonl_sessions.open("chat").add_items_sync([{"role": "user", "content": str(run)}])
+            assert jsonl_sessions.open("chat").get_items_sync() == [{"role": "user", "content": str(run)}]
+            assert jsonl_sessions.ids() == ["chat"]
+        """
+    )
+
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_copy_mode_writes_to_a_copy_and_the_committed_file_stays_byte_identical(
+    pytester: pytest.Pytester, committed: Path
+) -> None:
+    before = digest(committed)
+    pytester.mkpydir("tests")
+    (pytester.path / "tests" / "test_copy.py").write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+
+            def test_copy(open_session_fixture):
+                session = open_session_fixture("sessions/chat.jsonl")  # relative to the rootdir
+                assert session.path.name == "chat.jsonl" and "session_fixtures" in str(session.path)
+                assert len(session.get_items_sync()) == 2
+                session.add_items_sync([{"role": "user", "content": "And when will it arrive?"}])
+                asyncio.run(session.add_items([{"role": "assistant", "content": "Friday."}]))
+                assert session.pop_item_sync() == {"role": "assistant", "content": "Friday."}
+                with session.rewrite() as draft:
+                    draft.items = draft.items[1:]
+                session.clear_session_sync()
+                assert session.get_items_sync() == []
+
+            def test_two_copies_are_independent(open_session_fixture):
+                first = open_session_fixture("sessions/chat.jsonl")
+                second = open_session_fixture("sessions/chat.jsonl", mode="copy")
+                first.clear_session_sync()
+                assert len(second.get_items_sync()) == 2
+            """
+        ),
+        encoding="utf-8",
+    )
+
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+    assert digest(committed) == before
+
+
+def test_readonly_mode_refuses_every_write_and_reads_work(pytester: pytest.Pytester, committed: Path) -> None:
+    before = digest(committed)
+    pytester.makepyfile(
+        """
+        import asyncio
+        import pytest
+        from jsonl_session.pytest_plugin import ReadOnlySessionError
+
+        WRITES = {
+            "add_items_sync": lambda s: s.add_items_sync([{"role": "user", "content": "x"}]),
+            "add_items": lambda s: asyncio.run(s.add_items([{"role": "user", "content": "x"}])),
+            "pop_item_sync": lambda s: s.pop_item_sync(),
+            "pop_item": lambda s: asyncio.run(s.pop_item()),
+            "clear_session_sync": lambda s: s.clear_session_sync(),
+            "clear_session": lambda s: asyncio.run(s.clear_session()),
+            "rewrite": lambda s: s.rewrite(),
+            "replace_items_sync": lambda s: s.replace_items_sync([]),
+            "repair_sync": lambda s: s.repair_sync(),
+        }
+
+        @pytest.mark.parametrize("write", sorted(WRITES))
+        def test_write_raises(open_session_fixture, write):
+            session = open_session_fixture("sessions/chat.jsonl", mode="readonly")
+            with pytest.raises(ReadOnlySessionError, match="chat.jsonl is read-only in this test") as raised:
+                WRITES[write](session)
+            assert isinstance(raised.value, PermissionError)
+            assert len(session.get_items_sync()) == 2
+            assert asyncio.run(session.get_items(limit=1))[0]["role"] == "assistant"
+        """
+    )
+
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=9)
+
+    assert digest(committed) == before
+
+
+def test_a_test_that_changes_the_committed_file_behind_the_fixtures_back_is_reported(
+    pytester: pytest.Pytester, committed: Path
+) -> None:
+    pytester.makepyfile(
+        """
+        from jsonl_session import JSONLSession
+
+        def test_sneaky(open_session_fixture):
+            open_session_fixture("sessions/chat.jsonl")
+            JSONLSession("chat", "sessions").add_items_sync([{"role": "user", "content": "oops"}])
+        """
+    )
+
+    result = pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*committed session file(s) changed during the test:*sessions/chat.jsonl*"])
+
+
+def test_a_missing_or_misnamed_file_is_a_clear_error(pytester: pytest.Pytester, committed: Path) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_missing(open_session_fixture):
+            with pytest.raises(FileNotFoundError, match="no_such.jsonl: no such session file"):
+                open_session_fixture("sessions/no_such.jsonl")
+
+        def test_bad_mode(open_session_fixture):
+            with pytest.raises(ValueError, match="mode must be 'copy' or 'readonly'"):
+                open_session_fixture("sessions/chat.jsonl", mode="append")
+        """
+    )
+
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def recording_of(pytester: pytest.Pytester, module: str = "test_agent", test: str = "test_weather") -> Path:
+    return pytester.path / "recordings" / module / f"{test}.jsonl"
+
+
+def test_record_then_replay_offline_and_the_recording_is_an_ordinary_session(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_agent=AGENT_TEST)
+    recording = recording_of(pytester)
+
+    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
+
+    lines = recording.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == '{"content":"What\'s the weather in Paris?","role":"user"}'
+    assert ['"type":"function_call"' in lines[1], '"function_call_output"' in lines[2]] == [True, True]
+    assert '"text":"Sunny in Paris."' in lines[3] and len(lines) == 4
+    content = recording.read_bytes()
+
+    # Replay is the default, and needs no model: one that fails on any call changes nothing.
+    pytester.makepyfile(test_agent=AGENT_TEST.replace("model(stand_in())", "model(ScriptedModel([]))"))
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+    assert recording.read_bytes() == content
+
+
+def test_re_recording_an_unchanged_run_produces_no_diff(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT_TEST)
+    recording = recording_of(pytester)
+    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
+    content, mtime = recording.read_bytes(), recording.stat().st_mtime_ns
+
+    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
+
+    assert recording.read_bytes() == content
+    assert recording.stat().st_mtime_ns == mtime  # not even rewritten
+
+
+def test_a_diverging_input_fails_with_a_diff(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT_TEST)
+    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
+    pytester.makepyfile(test_agent=AGENT_TEST.replace("in Paris?", "in Rome?"))
+
+    result = pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_weather.jsonl: model call 1: the agent's input diverged from the recording*",
+            '*-{"content":"What\'s the weather in Paris?","role":"user"}',
+            '*+{"content":"What\'s the weather in Rome?","role":"user"}',
+        ]
+    )
+
+
+def test_a_failing_test_in_record_mode_keeps_the_old_recording(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT_TEST)
+    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
+    recording = recording_of(pytester)
+    content = recording.read_bytes()
+    pytester.makepyfile(test_agent=AGENT_TEST.replace("in Paris?", "in Rome?") + "\n        assert False\n")
+
+    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(failed=1)
+
+    assert recording.read_bytes() == content
+
+
+def test_replaying_without_a_recording_says_how_to_record(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT_TEST)
+
+    result = pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*test_weather.jsonl: no recording; run once with --record-agents*"])
+    assert not recording_of(pytester).exists()
+
+
+def test_unused_recorded_answers_are_reported_after_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT_TEST)
+    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
+    recording = recording_of(pytester)
+    recording.write_bytes(
+        recording.read_bytes()
+        + b'{"content":"Thanks","role":"user"}\n{"content":"You are welcome.","role":"assistant"}\n'
+    )
+
+    result = pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*test_weather.jsonl:6: the agent made 2 model call(s)*"])
+
+
+def test_recording_names_follow_classes_and_parameters(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_names="""
+        import pytest
+        from jsonl_session.pytest_plugin import recording_path
+
+        class TestSupport:
+            @pytest.mark.parametrize("city", ["Paris"])
+            def test_city(self, request, city):
+                path = recording_path(request.node)
+                assert path.relative_to(request.path.parent).as_posix() == (
+                    "recordings/test_names/TestSupport.test_city%5BParis%5D.jsonl"
+                )
+        """
+    )
+
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_the_plugin_is_registered_by_entry_point_and_the_environment_variable_records(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_agent=AGENT_TEST)
+    monkeypatch.setenv("JSONL_SESSION_RECORD", "1")
+
+    # A fresh interpreter: nothing but the installed entry point can provide the fixtures.
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+    assert recording_of(pytester).is_file()
+    monkeypatch.delenv("JSONL_SESSION_RECORD")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
