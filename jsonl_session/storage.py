@@ -274,9 +274,24 @@ def _move_torn_tail(fd: int, path: Path, offset: int, tail: bytes, *, durable: b
 
 
 def _truncate(fd: int, size: int, *, durable: bool) -> None:
+    """Cut the file to ``size``; if the cut cannot be made durable, put the bytes back and raise.
+
+    As for appends, a failed fsync leaves the file as it was: pop and clear used to raise
+    with their bytes already gone (tests/reliability/test_faults.py).
+    """
+    if not durable:
+        os.ftruncate(fd, size)
+        return
+    removed = _read_range(fd, size, os.fstat(fd).st_size)
     os.ftruncate(fd, size)
-    if durable:
+    try:
         _fdatasync(fd)
+    except BaseException:
+        try:
+            write_at_end(fd, removed, size, durable=False)
+        except OSError:
+            pass  # best effort: the original error wins
+        raise
 
 
 def _read_range(fd: int, start: int, end: int) -> bytes:
