@@ -137,7 +137,10 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
 
     The caller holds the lock on the old inode; processes waiting for it notice the rename
     (see ``locking``) and lock the new file instead. The old file's permissions are kept.
+    A torn tail is saved to the sidecar first, as by every writer: the items being written
+    never include it.
     """
+    repair_tail(fd, path, durable=durable)
     mode = os.fstat(fd).st_mode & 0o777
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     temp_fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
