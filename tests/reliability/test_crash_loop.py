@@ -125,3 +125,24 @@ def test_replacing_a_file_while_a_forked_child_holds_its_descriptor_strands_no_o
             if process.is_alive():
                 process.kill()
                 process.join()
+
+
+# -- regression: a deliberate rewrite must not drop a crashed writer's bytes --------------------
+
+
+@pytest.mark.parametrize("how", ["rewrite", "replace_items_sync"])
+def test_a_rewrite_moves_a_torn_tail_to_the_sidecar_instead_of_dropping_it(tmp_path: Path, how: str) -> None:
+    """Found while writing the crash loop: rewrites read the items (skipping the torn tail)
+    and renamed a new file over the old one, so the fragment vanished instead of being saved."""
+    session = JSONLSession("torn", tmp_path, durable=False)
+    session.add_items_sync([{"n": 1}, {"n": 2}])
+    with session.path.open("ab") as file:
+        file.write(b'{"n":3,"content":"cut by a cra')
+    with pytest.warns(TornTailWarning):
+        if how == "rewrite":
+            with session.rewrite() as draft:
+                draft.items = draft.items[:1]
+        else:
+            session.replace_items_sync([{"n": 1}])
+    assert session.sidecar_path.read_bytes() == b'{"n":3,"content":"cut by a cra\n'
+    assert session.path.read_bytes() == b'{"n":1}\n'
