@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import codec, storage
-from .errors import TornTailWarning
+from .errors import SessionFileError, TornTailWarning
 from .locking import MISSING, FileHandle
 
 # A call item type -> the type of the item that answers it, matched on ``call_id``.
@@ -62,7 +62,10 @@ def check_file(path: str | Path, *, fix: bool = False, lock_timeout: float = 10.
     """
     path = Path(path)
     handle = FileHandle(path)
-    fd = handle.acquire(write=fix, create=False, timeout=lock_timeout)
+    try:
+        fd = handle.acquire(write=fix, create=False, timeout=lock_timeout)
+    except SessionFileError as exc:  # a symlink or FIFO where a session file belongs
+        return [Problem(path, None, exc.message)]
     if fd == MISSING:
         return [Problem(path, None, "no such file")]
     try:

@@ -236,14 +236,16 @@ def cmd_grep(args: argparse.Namespace) -> int:
         pattern = re.compile(args.pattern, flags)
     except re.error as exc:
         raise Failure(f"bad pattern {args.pattern!r}: {exc}") from None
-    prefilter = _byte_prefilter(args.pattern, flags)
+    needle = _byte_prefilter(args.pattern)
     style = _style(sys.stdout)
     ids = args.ids or _directory(args).ids()
     matches = 0
+    write = sys.stdout.write
     for session_id in ids:
         session = _existing(args, session_id) if args.ids else _open(args, session_id)
-        for number, item in _matching_items(session.path, prefilter):
-            if args.role is not None and label(item) != args.role:
+        for number, item in _matching_items(session.path, needle, args.ignore_case, args.lock_timeout):
+            role = label(item)
+            if args.role is not None and role != args.role:
                 continue
             text = text_of(item)
             match = pattern.search(text)
@@ -251,9 +253,9 @@ def cmd_grep(args: argparse.Namespace) -> int:
                 continue
             matches += 1
             if args.json:
-                _json_line({"id": session_id, "line": number, "role": label(item), "text": text})
+                _json_line({"id": session_id, "line": number, "role": role, "text": text})
             else:
-                print(f"{session_id}:{number}: {style.role(label(item))}: {_snippet(text, match, style)}")
+                write(f"{session_id}:{number}: {style.role(role)}: {_snippet(text, match, style)}\n")
     return 0 if matches else 1
 
 
@@ -405,56 +407,69 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
     return 1 if findings else 0
 
 
-def _byte_prefilter(pattern: str, flags: int) -> re.Pattern[bytes] | None:
-    """A bytes regex that finds every line whose text can match, or None to decode every line.
+def _byte_prefilter(pattern: str) -> bytes | None:
+    """The bytes that every matching line must contain, or None to decode every line.
 
     A plain ASCII literal (the usual search) appears in a JSON line exactly as in the text,
-    so the raw bytes can be searched without decoding anything; a pattern with regex
-    syntax, quotes, backslashes or non-ASCII could be hidden behind JSON escapes.
+    so the raw file can be searched with ``bytes.find`` and only the lines that contain it
+    decoded. A pattern with regex syntax, quotes, backslashes or non-ASCII could be hidden
+    behind JSON escapes, so those decode every line instead.
     """
     if pattern and all(" " <= char <= "~" for char in pattern) and not set(pattern) & set('.^$*+?{}[]\\|()"'):
-        return re.compile(re.escape(pattern.encode()), flags)
+        return pattern.encode()
     return None
 
 
-def _matching_items(path: Path, prefilter: re.Pattern[bytes] | None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, item)`` of each item whose line matches the prefilter (every item without one)."""
+def _matching_items(
+    path: Path, needle: bytes | None, ignore_case: bool, lock_timeout: float
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, item)`` of each item whose line contains ``needle`` (every item without one)."""
     handle = FileHandle(path)
-    fd = handle.acquire(write=False, create=False, timeout=10.0)
+    fd = handle.acquire(write=False, create=False, timeout=lock_timeout)
     if fd == MISSING:
         return
     try:
-        data = b"\n".join(storage.read_all_lines(fd))
+        data = _read_bytes(fd).removeprefix(codec.BOM)
     finally:
         handle.release()
         handle.close()
-    if prefilter is None:
-        spans = _all_lines(data)
+    if needle is None:
+        spans: Iterator[tuple[int, bytes]] = enumerate(data.split(b"\n"), 1)
     else:
-        spans = _lines_matching(data, prefilter)
+        spans = _lines_containing(data, needle, ignore_case)
     for number, line in spans:
         if codec.is_blank(line):
             continue
         try:
-            item = codec.decode_line(line)
+            item = orjson.loads(line)  # not codec.decode_line: exact huge ints do not matter to a search
         except ValueError:
-            continue  # malformed lines are `check`'s business, not grep's
+            continue  # malformed lines and torn tails are `check`'s business, not grep's
         if isinstance(item, dict):
             yield number, item
 
 
-def _all_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    yield from enumerate(data.split(b"\n"), 1)
+def _read_bytes(fd: int) -> bytes:
+    chunks, position = [], 0
+    while chunk := os.pread(fd, 1 << 30, position):
+        chunks.append(chunk)
+        position += len(chunk)
+    return b"".join(chunks)
 
 
-def _lines_matching(data: bytes, prefilter: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+def _lines_containing(data: bytes, needle: bytes, ignore_case: bool) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of each line of ``data`` that contains ``needle``.
+
+    ``bytes.find`` is several times faster than a compiled regex, and ten times faster than
+    one with ``re.IGNORECASE``; ``bytes.lower`` only changes ASCII letters, so offsets in the
+    lowered copy are offsets in ``data``.
+    """
+    haystack = data.lower() if ignore_case else data
+    if ignore_case:
+        needle = needle.lower()
     number, counted_to, position = 1, 0, 0
-    while True:
-        match = prefilter.search(data, position)
-        if match is None:
-            return
-        start = data.rfind(b"\n", 0, match.start()) + 1
-        end = data.find(b"\n", match.end())
+    while (found := haystack.find(needle, position)) >= 0:
+        start = data.rfind(b"\n", 0, found) + 1
+        end = data.find(b"\n", found + len(needle))
         end = len(data) if end < 0 else end
         number += data.count(b"\n", counted_to, start)
         counted_to = start
@@ -463,20 +478,12 @@ def _lines_matching(data: bytes, prefilter: re.Pattern[bytes]) -> Iterator[tuple
 
 
 def _snippet(text: str, match: re.Match[str], style: Style) -> str:
-    flat_start = max(0, match.start() - SNIPPET // 3)
-    before = " ".join(text[flat_start : match.start()].split())
-    found = " ".join(match.group(0).split()) or match.group(0)
-    after = " ".join(text[match.end() : match.end() + SNIPPET].split())
-    snippet_after = after[: max(0, SNIPPET - len(before) - len(found))]
-    return (
-        ("…" if flat_start else "")
-        + before
-        + (" " if before and text[match.start() - 1 : match.start()].isspace() else "")
-        + style.match(found)
-        + (" " if after and text[match.end() : match.end() + 1].isspace() else "")
-        + snippet_after
-        + ("…" if len(text) > match.end() + len(snippet_after) + 1 else "")
-    )
+    """About SNIPPET characters around the match, on one line, the match highlighted."""
+    start = max(0, match.start() - SNIPPET // 3)
+    end = min(len(text), max(match.end(), start + SNIPPET))
+    window = text[start : match.start()] + style.match(match.group()) + text[match.end() : end]
+    # split/join squashes newlines and runs of spaces 4x faster than a regex (colour codes have no spaces)
+    return ("…" if start else "") + " ".join(window.split()) + ("…" if end < len(text) else "")
 
 
 async def _copy_to_url(source: JSONLSession, url: str, target_id: str) -> int:

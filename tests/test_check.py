@@ -85,3 +85,14 @@ def test_check_command_exit_codes_fix_and_json(sessions_dir: Path) -> None:
     assert by_path.code == 1 and by_path.out.count(str(bad)) == 2
     unknown = run(sessions_dir, "check", "nope")
     assert unknown.code == 1 and "nope: no such session" in unknown.err
+
+
+def test_a_symlink_is_reported_not_followed(sessions_dir: Path, tmp_path: Path) -> None:
+    outside = write_lines(tmp_path / "outside.jsonl", [USER])
+    sessions_dir.mkdir()
+    link = sessions_dir / "link.jsonl"
+    link.symlink_to(outside)
+    problems = check_file(link, fix=True)
+    assert [(problem.line, problem.fixed) for problem in problems] == [(None, False)]
+    assert "symlink" in problems[0].reason
+    assert outside.read_bytes() == (USER + "\n").encode()
