@@ -37,7 +37,7 @@ import pytest
 from .directory import SessionDirectory
 from .errors import JSONLSessionError
 from .naming import filename_for, id_for
-from .replay import Recording
+from .replay import Recording, ReplayMismatch
 from .session import JSONLSession
 
 RECORD_ENV = "JSONL_SESSION_RECORD"
@@ -160,7 +160,7 @@ def open_session_fixture(
     yield open_fixture
     changed = [str(source) for source, digest in originals if _digest(source) != digest]
     if changed:
-        raise AssertionError(f"committed session file(s) changed during the test: {', '.join(changed)}")
+        pytest.fail(f"committed session file(s) changed during the test: {', '.join(changed)}", pytrace=False)
 
 
 @pytest.fixture
@@ -176,13 +176,18 @@ def agent_recording(request: pytest.FixtureRequest) -> Iterator[Recording]:
         ...     agent = Agent(name="w", model=agent_recording.model("gpt-4.1"), tools=[get_weather])
         ...     result = await Runner.run(agent, "Paris?", session=jsonl_sessions.open("w"))
     """
-    recording = Recording(
-        recording_path(request.node), mode="record" if _record_mode(request.config) else "replay"
-    )
+    mode: Literal["replay", "record"] = "record" if _record_mode(request.config) else "replay"
+    try:
+        recording = Recording(recording_path(request.node), mode=mode)
+    except FileNotFoundError as error:
+        pytest.fail(str(error), pytrace=False)
     yield recording
     reports = request.node.stash.get(_reports, {})
     if "call" in reports and reports["call"].passed:
-        recording.finish()
+        try:
+            recording.finish()
+        except ReplayMismatch as error:
+            pytest.fail(str(error), pytrace=False)
 
 
 def recording_path(node: pytest.Item) -> Path:

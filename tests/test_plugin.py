@@ -150,12 +150,19 @@ def test_readonly_mode_refuses_every_write_and_reads_work(pytester: pytest.Pytes
     assert digest(committed) == before
 
 
-def test_a_test_that_changes_the_committed_file_behind_the_fixtures_back_is_reported(
-    pytester: pytest.Pytester, committed: Path
-) -> None:
+def test_misuse_is_reported_clearly(pytester: pytest.Pytester, committed: Path) -> None:
     pytester.makepyfile(
         """
+        import pytest
         from jsonl_session import JSONLSession
+
+        def test_missing(open_session_fixture):
+            with pytest.raises(FileNotFoundError, match="no_such.jsonl: no such session file"):
+                open_session_fixture("sessions/no_such.jsonl")
+
+        def test_bad_mode(open_session_fixture):
+            with pytest.raises(ValueError, match="mode must be 'copy' or 'readonly'"):
+                open_session_fixture("sessions/chat.jsonl", mode="append")
 
         def test_sneaky(open_session_fixture):
             open_session_fixture("sessions/chat.jsonl")
@@ -165,68 +172,64 @@ def test_a_test_that_changes_the_committed_file_behind_the_fixtures_back_is_repo
 
     result = pytester.runpytest("-p", "no:cacheprovider")
 
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*committed session file(s) changed during the test:*sessions/chat.jsonl*"])
-
-
-def test_a_missing_or_misnamed_file_is_a_clear_error(pytester: pytest.Pytester, committed: Path) -> None:
-    pytester.makepyfile(
-        """
-        import pytest
-
-        def test_missing(open_session_fixture):
-            with pytest.raises(FileNotFoundError, match="no_such.jsonl: no such session file"):
-                open_session_fixture("sessions/no_such.jsonl")
-
-        def test_bad_mode(open_session_fixture):
-            with pytest.raises(ValueError, match="mode must be 'copy' or 'readonly'"):
-                open_session_fixture("sessions/chat.jsonl", mode="append")
-        """
+    result.assert_outcomes(passed=3, errors=1)  # test_sneaky passes, then its teardown errors
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_sneaky*",
+            "*committed session file(s) changed during the test:*chat.jsonl*",
+        ]
     )
-
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
 def recording_of(pytester: pytest.Pytester, module: str = "test_agent", test: str = "test_weather") -> Path:
     return pytester.path / "recordings" / module / f"{test}.jsonl"
 
 
-def test_record_then_replay_offline_and_the_recording_is_an_ordinary_session(
-    pytester: pytest.Pytester,
+# What AGENT_TEST's run looks like: the recording written by record mode, line for line.
+RECORDED = (
+    '{"content":"What\'s the weather in Paris?","role":"user"}\n'
+    '{"arguments":"{\\"city\\":\\"Paris\\"}","call_id":"call_1","name":"get_weather",'
+    '"type":"function_call","id":"call_1"}\n'
+    '{"call_id":"call_1","output":"Sunny in Paris","type":"function_call_output"}\n'
+    '{"id":"msg_1","content":[{"annotations":[],"text":"Sunny in Paris.","type":"output_text",'
+    '"logprobs":[]}],"role":"assistant","status":"completed","type":"message"}\n'
+)
+
+
+def write_recording(pytester: pytest.Pytester, module: str = "test_agent", extra: str = "") -> Path:
+    """A recording is just a session file: tests that need one write it directly."""
+    path = recording_of(pytester, module)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(RECORDED + extra, encoding="utf-8")
+    return path
+
+
+def test_record_by_environment_or_option_then_replay_offline_with_no_diff(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makepyfile(test_agent=AGENT_TEST)
     recording = recording_of(pytester)
 
+    monkeypatch.setenv("JSONL_SESSION_RECORD", "1")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    monkeypatch.delenv("JSONL_SESSION_RECORD")
+
+    assert recording.read_text(encoding="utf-8") == RECORDED  # an ordinary session file
+    mtime = recording.stat().st_mtime_ns
+
+    # Re-recording the unchanged run (now with the option) leaves the file alone: no git diff.
     pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
+    assert recording.read_text(encoding="utf-8") == RECORDED
+    assert recording.stat().st_mtime_ns == mtime
 
-    lines = recording.read_text(encoding="utf-8").splitlines()
-    assert lines[0] == '{"content":"What\'s the weather in Paris?","role":"user"}'
-    assert ['"type":"function_call"' in lines[1], '"function_call_output"' in lines[2]] == [True, True]
-    assert '"text":"Sunny in Paris."' in lines[3] and len(lines) == 4
-    content = recording.read_bytes()
-
-    # Replay is the default, and needs no model: one that fails on any call changes nothing.
+    # Replay is the default and needs no model: one that fails on any call changes nothing.
     pytester.makepyfile(test_agent=AGENT_TEST.replace("model(stand_in())", "model(ScriptedModel([]))"))
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
-
-    assert recording.read_bytes() == content
-
-
-def test_re_recording_an_unchanged_run_produces_no_diff(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_agent=AGENT_TEST)
-    recording = recording_of(pytester)
-    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
-    content, mtime = recording.read_bytes(), recording.stat().st_mtime_ns
-
-    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
-
-    assert recording.read_bytes() == content
-    assert recording.stat().st_mtime_ns == mtime  # not even rewritten
+    assert recording.read_text(encoding="utf-8") == RECORDED
 
 
 def test_a_diverging_input_fails_with_a_diff(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_agent=AGENT_TEST)
-    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
+    recording = write_recording(pytester)
     pytester.makepyfile(test_agent=AGENT_TEST.replace("in Paris?", "in Rome?"))
 
     result = pytester.runpytest("-p", "no:cacheprovider")
@@ -239,73 +242,48 @@ def test_a_diverging_input_fails_with_a_diff(pytester: pytest.Pytester) -> None:
             '*+{"content":"What\'s the weather in Rome?","role":"user"}',
         ]
     )
+    assert recording.read_text(encoding="utf-8") == RECORDED
 
 
 def test_a_failing_test_in_record_mode_keeps_the_old_recording(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_agent=AGENT_TEST)
-    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
-    recording = recording_of(pytester)
-    content = recording.read_bytes()
+    recording = write_recording(pytester)
     pytester.makepyfile(test_agent=AGENT_TEST.replace("in Paris?", "in Rome?") + "\n        assert False\n")
 
     pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(failed=1)
 
-    assert recording.read_bytes() == content
+    assert recording.read_text(encoding="utf-8") == RECORDED
 
 
-def test_replaying_without_a_recording_says_how_to_record(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_agent=AGENT_TEST)
+def test_a_missing_recording_and_unused_answers_are_reported(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_missing=AGENT_TEST, test_extra=AGENT_TEST)
+    extra = '{"content":"Thanks","role":"user"}\n{"content":"You are welcome.","role":"assistant"}\n'
+    write_recording(pytester, "test_extra", extra)
 
     result = pytester.runpytest("-p", "no:cacheprovider")
 
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*test_weather.jsonl: no recording; run once with --record-agents*"])
-    assert not recording_of(pytester).exists()
-
-
-def test_unused_recorded_answers_are_reported_after_the_test(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_agent=AGENT_TEST)
-    pytester.runpytest("-p", "no:cacheprovider", "--record-agents").assert_outcomes(passed=1)
-    recording = recording_of(pytester)
-    recording.write_bytes(
-        recording.read_bytes()
-        + b'{"content":"Thanks","role":"user"}\n{"content":"You are welcome.","role":"assistant"}\n'
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_weather*",
+            "*test_weather.jsonl:6: the agent made 2 model call(s) but the recording has more model answers*",
+        ]
     )
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_weather*",
+            "*test_weather.jsonl: no recording; run once with --record-agents*",
+        ]
+    )
+    assert not recording_of(pytester, "test_missing").exists()
 
-    result = pytester.runpytest("-p", "no:cacheprovider")
 
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*test_weather.jsonl:6: the agent made 2 model call(s)*"])
-
-
-def test_recording_names_follow_classes_and_parameters(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_names="""
-        import pytest
+class TestRecordingNames:
+    @pytest.mark.parametrize("city", ["Paris"])
+    def test_follow_the_module_class_and_parameters(self, request: pytest.FixtureRequest, city: str) -> None:
         from jsonl_session.pytest_plugin import recording_path
 
-        class TestSupport:
-            @pytest.mark.parametrize("city", ["Paris"])
-            def test_city(self, request, city):
-                path = recording_path(request.node)
-                assert path.relative_to(request.path.parent).as_posix() == (
-                    "recordings/test_names/TestSupport.test_city%5BParis%5D.jsonl"
-                )
-        """
-    )
+        path = recording_path(request.node)
 
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
-
-
-def test_the_plugin_is_registered_by_entry_point_and_the_environment_variable_records(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytester.makepyfile(test_agent=AGENT_TEST)
-    monkeypatch.setenv("JSONL_SESSION_RECORD", "1")
-
-    # A fresh interpreter: nothing but the installed entry point can provide the fixtures.
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
-
-    assert recording_of(pytester).is_file()
-    monkeypatch.delenv("JSONL_SESSION_RECORD")
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+        assert path.relative_to(Path(__file__).parent).as_posix() == (
+            "recordings/test_plugin/TestRecordingNames.test_follow_the_module_class_and_parameters%5BParis%5D.jsonl"
+        )
