@@ -74,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(file=sys.stderr)
             return 130
+        except Exception as exc:  # a bug: still one line, the traceback on request
+            if os.environ.get("JSONL_SESSION_DEBUG"):
+                raise
+            _error(f"internal error: {type(exc).__name__}: {exc} (set JSONL_SESSION_DEBUG=1 for the traceback)")
+            return 1
 
 
 # -- commands ------------------------------------------------------------------------------
