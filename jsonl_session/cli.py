@@ -25,6 +25,7 @@ import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -509,11 +510,28 @@ async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
     if target.get_items_sync(limit=1):
         raise Failure(f"{target.session_id}: session already has items in {target.directory}; not overwriting it")
     async with _backend_errors(url), open_url(url, source_id) as source:
-        count = await copy_session(source, target, progress=_progress_bar("import"))
+        # Read everything and check that it can be stored before writing anything: a bad
+        # item must not leave half a conversation behind.
+        fetched = _Fetched(await source.get_items())
+        try:
+            codec.encode_items(fetched.items)
+        except ValueError as exc:
+            raise Failure(f"{_shown(url)}: session {source_id!r}: {exc}; nothing imported") from None
+        count = await copy_session(fetched, target, progress=_progress_bar("import"))
     if not count:
         raise Failure(f"{_shown(url)}: session {source_id!r} has no items (wrong --id?)")
     print(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}", file=sys.stderr)
     return 0
+
+
+@dataclass
+class _Fetched:
+    """Items already read from a backend, offered as a session to ``copy_session``."""
+
+    items: list[Any]
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return self.items if limit is None else self.items[-limit:] if limit else []
 
 
 @asynccontextmanager

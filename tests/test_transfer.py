@@ -134,6 +134,18 @@ def test_backend_failures_are_one_line_errors(
     assert refused.err.startswith("jsonl-session: error: redis://:***@127.0.0.1:") and "hunter2" not in refused.err
     assert run(sessions_dir, "export", "convo", "--to", "chats.db").code == 1
 
+    # An item this format cannot store exactly (a 70-bit integer) stops the import before any write.
+    database = f"sqlite:///{tmp_path / 'odd.db'}"
+
+    async def store_odd_items() -> None:
+        async with open_url(database, "odd") as remote:
+            await remote.add_items([{"role": "user", "content": "fine"}, {"role": "user", "n": 2**70}])
+
+    asyncio.run(store_odd_items())
+    odd = in_process(capsys, sessions_dir, "import", database, "--id", "odd")
+    assert odd.code == 1 and "item 1 cannot be stored faithfully" in odd.err and "nothing imported" in odd.err
+    assert not (sessions_dir / "odd.jsonl").exists()
+
     # A missing extra is named, not a traceback: shadow the packages with ones that fail to import.
     blocked = tmp_path / "blocked"
     for package in ("redis", "agents"):
