@@ -343,6 +343,9 @@ async def latency_rounds(directory: Path, sizes: list[int], names: list[str], sc
             for store in stores:
                 if store.count() != size:
                     raise RuntimeError(f"{store.name} has {store.count()} items, expected {size}")
+            # The bulk writes skipped fsync: flush them now, or the kernel's writeback of
+            # ~50 MB would land in the middle of the durable stores' measurements.
+            os.sync()
             log(f"size {size:,}: sessions built")
             for group in (add_one_then_pop, get_twenty, add_hundred, get_everything, chat_turn):
                 reps = repetitions(group, size, scale)
@@ -428,7 +431,11 @@ if mode == "traced":
     tracemalloc.start()
 asyncio.run(main())
 traced = tracemalloc.get_traced_memory()[1] if mode == "traced" else None
-print(json.dumps({{"maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "traced_peak": traced}}))
+# VmHWM is this process image's own peak; ru_maxrss would include the parent's RSS at fork.
+with open("/proc/self/status") as status:
+    hwm = [int(line.split()[1]) for line in status if line.startswith("VmHWM:")]
+peak = hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({{"maxrss_kib": peak, "traced_peak": traced}}))
 """
 
 
@@ -465,30 +472,29 @@ def memory_on_big_session(directory: Path, log: Any) -> dict[str, Any]:
 
 
 def live_tail(samples: int) -> dict[str, Any]:
-    """Ask benchmarks/tail_latency.py (written with the live-tail feature), in its own process."""
+    """Run ``benchmarks/tail_latency.py``'s ``measure()`` (the live-tail feature's own benchmark)."""
     script = HERE / "tail_latency.py"
     if not script.exists():
         return {"missing": "benchmarks/tail_latency.py does not exist yet"}
+    # Imported by name with benchmarks/ on sys.path, in a process of its own, so the watcher
+    # processes it spawns can import it too and its event loops never meet ours.
     code = (
-        "import importlib.util, json, sys\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
-        f"spec = importlib.util.spec_from_file_location('tail_latency', {str(script)!r})\n"
-        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
-        f"print(json.dumps(module.measure(samples={samples})))\n"
+        "import json, sys\n"
+        f"sys.path[:0] = [{str(HERE)!r}, {str(ROOT)!r}]\n"
+        "import tail_latency\n"
+        f"print(json.dumps(tail_latency.measure(samples={samples})))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or ["no output"]
         return {"error": lines[-1]}
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def tail_percentile(tail: dict[str, Any], name: str) -> float | None:
-    """p50/p99 in ms from whatever keys tail_latency.measure() reports."""
-    for key, factor in ((f"{name}_ms", 1.0), (f"{name}_us", 1e-3), (f"{name}_s", 1e3), (name, 1e3)):
-        if isinstance(tail.get(key), (int, float)):
-            return float(tail[key]) * factor
-    return None
+def tail_percentile(tail: dict[str, Any], name: str, phase: str = "active") -> float | None:
+    """The worse of the sync and async watchers' ``name`` (p50/p99) in ms, or None."""
+    values = [tail[mode][phase][f"{name}_ms"] for mode in ("sync", "async") if phase in tail.get(mode, {})]
+    return max(values) if values else None
 
 
 # -- targets and report -------------------------------------------------------------------
@@ -578,15 +584,23 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
     if "extra_peak_rss_bytes" in memory:
         out.append(
             f"| get_items(limit=20) on a {memory['file_bytes'] / GIB:.2f} GiB session | "
-            f"+{memory['extra_peak_rss_bytes'] / 1e6:.1f} MB peak RSS over a process that only opens it; "
-            f"{memory['tracemalloc_peak_bytes'] / 1e3:.0f} kB peak of Python allocations |"
+            f"peak RSS {memory['read_maxrss_bytes'] / 1e6:.1f} MB vs {memory['baseline_maxrss_bytes'] / 1e6:.1f} MB "
+            f"for a process that imports and opens it but does not read "
+            f"(+{memory['extra_peak_rss_bytes'] / 1e6:.2f} MB); tracemalloc peak "
+            f"{memory['tracemalloc_peak_bytes'] / 1e3:.0f} kB |"
         )
     else:
         out.append(f"| get_items(limit=20) on 1 GiB | {memory.get('skipped', 'not measured')} |")
     tail = results.get("tail", {})
-    p50, p99 = tail_percentile(tail, "p50"), tail_percentile(tail, "p99")
-    if p50 is not None and p99 is not None:
-        out.append(f"| live tail, write to event | p50 {p50:.2f} ms, p99 {p99:.2f} ms |")
+    if "sync" in tail and "async" in tail:
+        for mode in ("sync", "async"):
+            for phase, words in (("active", "during a conversation"), ("after_idle", "first write after 1.3 s idle")):
+                f = tail[mode][phase]
+                out.append(
+                    f"| live tail, `watch{'_sync' if mode == 'sync' else ''}()`, {words}: durable `add_items` "
+                    f"returns in one process → item arrives in another ({f['samples']} samples) | "
+                    f"p50 {f['p50_ms']:.2f} ms, p99 {f['p99_ms']:.2f} ms, max {f['max_ms']:.2f} ms |"
+                )
     else:
         out.append(f"| live tail | {tail.get('missing') or tail.get('error') or 'not measured'} |")
     out += ["", "| target | measured | limit | met |", "|---|---|---|---|"]
@@ -670,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="where sessions are built (default benchmarks/output/)")
     parser.add_argument("--results", type=Path, default=HERE / "results", help="where results are written")
     parser.add_argument("--no-memory", action="store_true", help="skip the 1 GiB memory measurement")
-    parser.add_argument("--tail-samples", type=int, default=200, help="samples for the live-tail latency")
+    parser.add_argument("--tail-samples", type=int, default=300, help="live-tail samples (0 skips it)")
     args = parser.parse_args(argv)
     sizes = args.sizes or ([1_000, 10_000] if args.quick else list(SIZES))
     scale = args.scale * (0.1 if args.quick else 1.0)
@@ -690,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         results["ratios"] = ratios(results["latency"])
         results["memory_1gib"] = {"skipped": "--no-memory"} if args.no_memory else memory_on_big_session(scratch, log)
         log("memory on a 1 GiB session measured")
-        results["tail"] = live_tail(args.tail_samples)
+        results["tail"] = live_tail(args.tail_samples) if args.tail_samples else {"missing": "skipped"}
         log("live tail measured")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
