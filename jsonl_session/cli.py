@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    infos = SessionDirectory(args.dir).list()
+    infos = _directory(args).list()
     out = sys.stdout
     if args.json:
         for info in infos:
