@@ -421,7 +421,8 @@ def _byte_prefilter(pattern: str) -> bytes | None:
     decoded. A pattern with regex syntax, quotes, backslashes or non-ASCII could be hidden
     behind JSON escapes, so those decode every line instead.
     """
-    if pattern and all(" " <= char <= "~" for char in pattern) and not set(pattern) & set('.^$*+?{}[]\\|()"'):
+    # Slashes too: JSON may escape them (PHP writes \/).
+    if pattern and all(" " <= char <= "~" for char in pattern) and not set(pattern) & set('.^$*+?{}[]\\|()"/'):
         return pattern.encode()
     return None
 
@@ -531,7 +532,9 @@ class _Fetched:
     items: list[Any]
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        return self.items if limit is None else self.items[-limit:] if limit else []
+        if limit is None:
+            return self.items
+        return self.items[-limit:] if limit else []
 
 
 @asynccontextmanager

@@ -11,10 +11,11 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from cli_helpers import SCRIPT, cli_env, run, write_lines
 
 from jsonl_session import JSONLSession
-from jsonl_session.cli import build_parser
+from jsonl_session.cli import build_parser, main
 
 CONVERSATION = [
     {"role": "user", "content": "What is the weather in Paris?"},
@@ -287,3 +288,12 @@ def test_tail_follow_prints_appends_pops_and_clears_as_they_happen(sessions_dir:
         for stream in (process.stdout, process.stderr):
             if stream:
                 stream.close()
+
+
+def test_grep_finds_text_behind_json_escapes(sessions_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Written by another tool: ASCII-only JSON with \u escapes and an escaped slash.
+    write_lines(sessions_dir / "escaped.jsonl", [r'{"role":"user","content":"caf\u00e9 and\/or t\u00e9"}'])
+    for pattern in ("café", "and/or", "CAFÉ"):
+        assert main(["grep", "-i", pattern, "--dir", str(sessions_dir)]) == 0, pattern
+        assert capsys.readouterr().out == "escaped:1: user: café and/or té\n"
+    assert main(["grep", "and/or", "--role", "assistant", "--dir", str(sessions_dir)]) == 1
