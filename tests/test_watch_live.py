@@ -24,6 +24,7 @@ from watch_helpers import (
     SPAWN,
     WAIT,
     concurrent_writer,
+    no_new_fds,
     open_fds,
     partial_line_writer,
     running,
@@ -243,7 +244,7 @@ def test_stop_event_from_another_thread_ends_a_waiting_watch_and_frees_everythin
         threading.Thread(target=stop.set).start()
         assert list(watch) == []
     assert not fired.is_set()
-    assert settles(lambda: open_fds() == fds), open_fds()
+    assert settles(lambda: no_new_fds(fds)), open_fds()
     assert threading.active_count() == threads
 
 
@@ -279,7 +280,7 @@ def test_async_context_manager_and_break_leave_no_thread_or_descriptor(session: 
         assert watch_threads() == []
 
     asyncio.run(asyncio.wait_for(main(), WAIT))
-    assert settles(lambda: open_fds() == fds), open_fds()
+    assert settles(lambda: no_new_fds(fds)), open_fds()
 
 
 def test_async_stop_event_and_dropped_watch_end_their_threads(session: JSONLSession) -> None:
@@ -318,7 +319,7 @@ def test_cancelled_async_watch_stops_promptly(session: JSONLSession) -> None:
 CTRL_C_SCRIPT = """
 import os, sys, threading
 from jsonl_session import JSONLSession
-from watch_helpers import open_fds, settles
+from watch_helpers import no_new_fds, open_fds, settles
 session = JSONLSession("x", sys.argv[1])
 fds = open_fds()
 raise_interrupt = sys.argv[2] == "raise"
@@ -340,9 +341,9 @@ try:
     with session.watch_sync(stop_event=SayReady(), raise_interrupt=raise_interrupt) as watch:
         for change in watch:
             pass
-    print("ended", threading.active_count(), settles(lambda: open_fds() == fds), flush=True)
+    print("ended", threading.active_count(), settles(lambda: no_new_fds(fds)), flush=True)
 except KeyboardInterrupt:
-    print("interrupted", threading.active_count(), settles(lambda: open_fds() == fds), flush=True)
+    print("interrupted", threading.active_count(), settles(lambda: no_new_fds(fds)), flush=True)
 """
 
 

@@ -59,6 +59,14 @@ def open_fds() -> dict[int, str]:
     return found
 
 
+def no_new_fds(before: dict[int, str]) -> bool:
+    """True if every descriptor open now was open (to the same thing) in ``before``.
+
+    Descriptors that closed meanwhile (an earlier test's pipes being collected) do not count.
+    """
+    return open_fds().items() <= before.items()
+
+
 def settles(check: Callable[[], bool], seconds: float = WAIT) -> bool:
     """Poll ``check`` until it is true, for teardown that offers nothing to wait on.
 
