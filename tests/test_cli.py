@@ -297,3 +297,10 @@ def test_grep_finds_text_behind_json_escapes(sessions_dir: Path, capsys: pytest.
         assert main(["grep", "-i", pattern, "--dir", str(sessions_dir)]) == 0, pattern
         assert capsys.readouterr().out == "escaped:1: user: café and/or té\n"
     assert main(["grep", "and/or", "--role", "assistant", "--dir", str(sessions_dir)]) == 1
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- section: cli -->", 1)[1].split("<!-- /section: cli -->", 1)[0]
+    for name in every_command():
+        assert f"jsonl-session {name} " in section or f"`{name} " in section, f"{name} is not in the README"
