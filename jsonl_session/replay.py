@@ -85,6 +85,7 @@ class Recording:
         if mode not in ("replay", "record"):
             raise ValueError(f"mode must be 'replay' or 'record', not {mode!r}")
         self.path = Path(path)
+        self.label = _shown(self.path)
         self.mode = mode
         self.calls = 0
         session_id = id_for(self.path.name)
@@ -97,7 +98,7 @@ class Recording:
         if mode == "replay":
             if not self.path.exists():
                 raise FileNotFoundError(
-                    f"{self.path}: no recording; run once with --record-agents (or JSONL_SESSION_RECORD=1) "
+                    f"{self.label}: no recording; run once with --record-agents (or JSONL_SESSION_RECORD=1) "
                     "to record it against the real model"
                 )
             self._recorded = self._session.get_items_sync()
@@ -155,7 +156,7 @@ class Recording:
         if unused:
             line = self._line_of(unused[0])
             raise ReplayMismatch(
-                f"{self.path}:{line}: the agent made {self.calls} model call(s) but the recording has "
+                f"{self.label}:{line}: the agent made {self.calls} model call(s) but the recording has "
                 f"more model answers from line {line} on; {RECORD_HINT}"
             )
 
@@ -196,7 +197,7 @@ class Recording:
         ]
         diff = "\n".join(
             difflib.unified_diff(
-                expected_lines, actual_lines, f"recorded ({self.path})", "actual model input", lineterm=""
+                expected_lines, actual_lines, f"recorded ({self.label})", "actual model input", lineterm=""
             )
         )
         if actual_lines[: len(recorded)] == expected_lines and len(actual) >= len(recorded):
@@ -206,7 +207,7 @@ class Recording:
             )
         else:
             headline = f"model call {self.calls}: the agent's input diverged from the recording (- recorded, + actual)"
-        return ReplayMismatch(f"{self.path}: {headline}; {RECORD_HINT}\n{diff}".rstrip())
+        return ReplayMismatch(f"{self.label}: {headline}; {RECORD_HINT}\n{diff}".rstrip())
 
     def _record(self, model_input: Any, answer: list[Any]) -> None:
         self.calls += 1
@@ -214,7 +215,7 @@ class Recording:
         known = self._conversation
         if len(actual) < len(known) or any(_canonical(a) != _canonical(k) for a, k in zip(actual, known)):
             raise ReplayMismatch(
-                f"{self.path}: model call {self.calls} does not continue the conversation recorded so far; "
+                f"{self.label}: model call {self.calls} does not continue the conversation recorded so far; "
                 "a recording holds one conversation, so the agent must carry its history (use a session), "
                 "and unrelated runs need their own recordings"
             )
@@ -226,6 +227,14 @@ class Recording:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+
+def _shown(path: Path) -> str:
+    """The path as messages show it: relative to the current directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _is_model(value: Any) -> bool:
@@ -301,7 +310,7 @@ def _output_items(items: Sequence[Any], path: Path) -> list[Any]:
             converted.append(adapter.validate_python(item))
         except ValidationError:
             raise ReplayMismatch(
-                f"{path}: recorded item {_dumps(item)[:120]} is not a model output item the SDK knows"
+                f"{_shown(path)}: recorded item {_dumps(item)[:120]} is not a model output item the SDK knows"
             ) from None
     return converted
 
