@@ -57,7 +57,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from . import codec, storage
-from .errors import LockTimeout, MalformedLineError
+from .errors import LockTimeout, MalformedLineError, UnsafePathError
 from .locking import BUSY, MISSING, FileHandle
 from .naming import filename_for, id_for
 
@@ -308,15 +308,15 @@ class _Tail:
         self._hashes = array("q")
         self._consumed = 0  # bytes read up to here (after the last newline, or a valid tail)
         self._handle = FileHandle(path, durable=False)
+        self.start: Start | None = None
+        """Which items already in the file the first poll delivers (None: all of them, as new)."""
 
-    def poll(self, start: Start | None = None) -> list[Change] | None:
-        """Compare the file with what was delivered; the changes, or None if the lock is busy.
-
-        ``start`` is given on the first poll only: it selects which existing items to deliver.
-        """
+    def poll(self) -> list[Change] | None:
+        """Compare the file with what was delivered; the changes, or None if the lock is busy."""
         fd = self._handle.try_acquire(write=False, create=False)
         if fd == BUSY:
-            return None
+            return None  # and ``start`` still applies to the next try
+        start, self.start = self.start, None
         if fd == MISSING:
             return self._gone()
         try:
@@ -502,11 +502,15 @@ class _Follower:
             if self.only is not None
             else sorted(self._listdir(), key=lambda name: id_for(name) or "")
         )
-        return self._poll(names, start)
+        for name in names:
+            tail = self._tail(name)
+            if tail is not None:
+                tail.start = start
+        return self.refresh(names)
 
     def refresh(self, names: Iterable[str]) -> list[Change]:
         """Poll these files (and those still waiting for a lock)."""
-        return self._poll(set(names) | set(self.pending), None)
+        return self._poll(set(names) | set(self.pending))
 
     def tick(self, *, thorough: bool = False) -> list[Change]:
         """The safety net: look at every file without an event (``thorough``: read them all)."""
@@ -523,16 +527,19 @@ class _Follower:
         for tail in self.tails.values():
             tail.close()
 
-    def _poll(self, names: Iterable[str], start: Start | None) -> list[Change]:
+    def _poll(self, names: Iterable[str]) -> list[Change]:
         changes: list[Change] = []
         for name in names:
-            tail = self.tails.get(name)
+            tail = self._tail(name)
             if tail is None:
-                session_id = id_for(name)
-                if session_id is None:
-                    continue
-                tail = self.tails[name] = _Tail(self.directory / name, session_id)
-            found = tail.poll(start)
+                continue
+            try:
+                found = tail.poll()
+            except UnsafePathError:
+                if self.only is not None:
+                    raise  # the session itself is unusable (get_items raises the same)
+                del self.tails[name]  # a symlink in a folder of sessions: not a session
+                continue
             if found is None:
                 waiting_since = self.pending.setdefault(name, time.monotonic())
                 if time.monotonic() - waiting_since > self.lock_timeout:
@@ -544,11 +551,23 @@ class _Follower:
                 del self.tails[name]  # deleted (or never there): forget it
         return changes
 
+    def _tail(self, name: str) -> _Tail | None:
+        tail = self.tails.get(name)
+        if tail is None:
+            session_id = id_for(name)
+            if session_id is None:
+                return None
+            tail = self.tails[name] = _Tail(self.directory / name, session_id)
+        return tail
+
     def _listdir(self) -> list[str]:
         try:
-            return [entry.name for entry in os.scandir(self.directory) if self.wants(entry.name)]
+            entries = list(os.scandir(self.directory))
         except (FileNotFoundError, NotADirectoryError):
             return []
+        return [
+            entry.name for entry in entries if self.wants(entry.name) and entry.is_file(follow_symlinks=False)
+        ]
 
 
 def _stat_key(path: Path) -> tuple[int, int, int, int] | None:
@@ -759,7 +778,12 @@ class _SyncWatch:
     def __enter__(self) -> Self:
         with self._busy:
             if not self._started:
-                self._queue.extend(self._step())
+                try:
+                    self._queue.extend(self._step())
+                except BaseException:
+                    self._closing.set()
+                    self._release()
+                    raise
         return self
 
     def __exit__(
@@ -935,7 +959,11 @@ class _AsyncWatch:
 
     async def __aenter__(self) -> Self:
         if not self._started:
-            self._queue.extend(await self._step())
+            try:
+                self._queue.extend(await self._step())
+            except BaseException:
+                await self.aclose()
+                raise
         return self
 
     async def __aexit__(

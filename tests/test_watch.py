@@ -21,8 +21,8 @@ from jsonl_session.watch import Change, _Tail, apply
 A, B, C, D = ({"n": n} for n in range(4))
 
 
-def poll(tail: _Tail, start: Any = None) -> list[Change]:
-    changes = tail.poll(start)
+def poll(tail: _Tail) -> list[Change]:
+    changes = tail.poll()
     assert changes is not None, "the lock is free, so a poll must not report it busy"
     return changes
 
@@ -38,10 +38,11 @@ class Mirror:
         self.session = session
         self.tail = _Tail(session.path, session.session_id)
         self.items: list[Any] = []
-        self.changes = self.catch_up(start)
+        self.tail.start = start
+        self.changes = self.catch_up()
 
-    def catch_up(self, start: Any = None) -> list[Change]:
-        changes = poll(self.tail, start)
+    def catch_up(self) -> list[Change]:
+        changes = poll(self.tail)
         for change in changes:
             apply(change, self.items)
         return changes
@@ -274,3 +275,19 @@ def test_no_descriptor_is_held_between_polls(session: JSONLSession, mirror: Mirr
         os.path.realpath(f"/proc/self/fd/{fd}") == str(session.path.resolve())
         for fd in os.listdir("/proc/self/fd")
     )
+
+
+def test_start_mode_still_applies_when_the_first_poll_finds_the_lock_busy(session: JSONLSession) -> None:
+    session.add_items_sync([A, B])
+    tail = _Tail(session.path, session.session_id)
+    tail.start = "now"
+    writer = FileHandle(session.path)
+    writer.acquire(write=True, create=False, timeout=1)
+    try:
+        assert tail.poll() is None
+    finally:
+        writer.release()
+        writer.close()
+    assert poll(tail) == []  # not a replay of A and B
+    session.add_items_sync([C])
+    assert kinds(poll(tail)) == [("appended", [C])]

@@ -215,6 +215,34 @@ def test_malformed_line_ends_the_watch_with_file_and_line(session: JSONLSession)
             next(watch)
 
 
+def test_folder_deleted_and_created_again(session: JSONLSession) -> None:
+    session.add_items_sync([A])
+    with session.watch_sync() as watch, watchdog(watch.close):
+        assert next(watch) == Change("appended", "test", [A], 1)
+        session.path.unlink()
+        session.directory.rmdir()
+        assert next(watch) == Change("deleted", "test", [], 1)
+        session.add_items_sync([B])  # creates the folder again: a new inode to watch
+        assert next(watch) == Change("appended", "test", [B], 1)
+        session.add_items_sync([C])
+        assert next(watch) == Change("appended", "test", [C], 1)
+
+
+def test_a_watch_that_cannot_start_releases_everything(session: JSONLSession) -> None:
+    session.directory.mkdir()
+    session.path.write_bytes(b"oops\n")
+    with pytest.raises(MalformedLineError), session.watch_sync():
+        pass
+
+    async def main() -> None:
+        with pytest.raises(MalformedLineError):
+            async with session.watch():
+                pass
+        assert watch_threads() == []
+
+    asyncio.run(asyncio.wait_for(main(), WAIT))
+
+
 # -- stopping -----------------------------------------------------------------------------------
 
 
@@ -394,6 +422,9 @@ def test_directory_watch_sees_sessions_appear_change_and_go(sessions_dir: Path) 
         assert expect(watch, 1) == [("b", "deleted", 0)]
         os.rename(sessions_dir / "a.jsonl", sessions_dir / "c.jsonl")
         assert sorted(expect(watch, 2)) == [("a", "deleted", 1), ("c", "appended", [A])]
+        (sessions_dir / "link.jsonl").symlink_to(sessions_dir / "c.jsonl")  # not a session: ignored
+        store.open("c").add_items_sync([D])
+        assert expect(watch, 1) == [("c", "appended", [D])]
 
 
 def test_async_directory_watch_mirrors_a_writer_process(sessions_dir: Path) -> None:
