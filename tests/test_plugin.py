@@ -242,6 +242,7 @@ def test_a_diverging_input_fails_with_a_diff(pytester: pytest.Pytester) -> None:
             '*+{"content":"What\'s the weather in Rome?","role":"user"}',
         ]
     )
+    assert "replay.py" not in result.stdout.str()  # the diff, not a traceback through the SDK
     assert recording.read_text(encoding="utf-8") == RECORDED
 
 
