@@ -234,8 +234,11 @@ def _decode(fd: int, path: Path, offset: int, line: bytes, decode: Any = codec.d
 
 
 def _parse_tail(tail: bytes) -> Any:
-    """The item in the bytes after the last newline, or None if they are torn."""
-    tail = tail.removeprefix(codec.BOM)
+    """The item in the bytes after the last newline, or None if they are torn.
+
+    Callers have already skipped a BOM at the file's start; one anywhere else makes the
+    bytes torn, not an item (after the next append's newline it would be a bad line).
+    """
     try:
         item = codec.decode_line(tail)
     except ValueError:
