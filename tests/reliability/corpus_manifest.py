@@ -108,6 +108,14 @@ CASES: dict[str, Case] = {
         {"content": "😀 naïve"},
         "U+2028/U+2029/U+0085 inside strings are not line breaks (only \\n is)",
     ),
+    "bom_before_unterminated_last_line.jsonl": Case(
+        [{"n": 1}],
+        [{"n": 1}],
+        {"n": 1},
+        "a BOM mid-file before a last line without newline: torn, not an item (it was once read "
+        "as one, and the next append then made the file unreadable; found by fuzzing)",
+        torn=b'\xef\xbb\xbf{"n":2}',
+    ),
     # -- refused with MalformedLineError (file and line), file untouched ---------------------
     "bom_on_second_line.jsonl": Case(Bad(2), Bad(2), Bad(2), "a BOM anywhere but the file's start"),
     "bom_on_second_line_with_long_number.jsonl": Case(
