@@ -7,6 +7,9 @@ Planted keys are assembled at run time from pieces, so no literal key sits in th
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -234,3 +237,35 @@ def test_redact_session_waits_for_the_session_lock(sessions_dir: Path) -> None:
         other_writer.close()
 
     assert [f.kind for f in redact_session(session)] == ["github-token"]
+
+
+def hook_entry() -> tuple[list[str], str]:
+    """The shipped pre-commit hook's command and file pattern (the file is simple YAML)."""
+    fields = dict(
+        line.strip().lstrip("- ").split(": ", 1)
+        for line in (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8").splitlines()
+        if ": " in line and not line.lstrip().startswith("#")
+    )
+    return fields["entry"].split(), fields["files"]
+
+
+def test_the_pre_commit_hook_fails_on_a_planted_key_and_passes_on_the_shipped_sessions(
+    tmp_path: Path,
+) -> None:
+    entry, files = hook_entry()
+    assert entry == ["jsonl-session", "check", "--secrets"]
+    assert re.search(files, "sessions/chat.jsonl") and not re.search(files, "notes.txt")
+    command = [sys.executable, "-m", "jsonl_session", *entry[1:]]  # what the jsonl-session script runs
+    leaky = tmp_path / "leaky.jsonl"
+    write_session(
+        leaky, [{"role": "user", "content": "ok"}, {"role": "user", "content": texts()["anthropic-key"]}]
+    )
+    shipped = [str(path) for path in sorted((REPO / "sessions").glob("*.jsonl"))]
+
+    caught = subprocess.run([*command, str(leaky), *shipped], capture_output=True, text=True, check=False)
+    clean = subprocess.run([*command, *shipped], capture_output=True, text=True, check=False)
+
+    assert caught.returncode == 1
+    assert caught.stdout.startswith(f"{leaky}:2: anthropic-key: ")
+    assert planted()["anthropic-key"] not in caught.stdout + caught.stderr
+    assert (clean.returncode, clean.stdout) == (0, "")
