@@ -51,9 +51,11 @@ def _encode_item(index: int, item: Any) -> bytes:
     try:
         line = orjson.dumps(item)
     except TypeError as exc:  # orjson.JSONEncodeError subclasses TypeError
-        raise ItemNotStorableError(index, str(exc)) from None
+        raise ItemNotStorableError(index, _why_not_storable(item) or str(exc)) from None
     if orjson.loads(line) != item:
-        raise ItemNotStorableError(index, _why_not_equal(item))
+        raise ItemNotStorableError(
+            index, _why_not_storable(item) or "it does not read back equal to what was given"
+        )
     return line
 
 
@@ -128,16 +130,22 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _why_not_equal(item: Any) -> str:
-    """Find the first value that does not survive a round trip, for the error message."""
+def _why_not_storable(item: Any) -> str | None:
+    """Find the first value that cannot be stored exactly, and say where it is (for the error)."""
     for path, value in _walk(item, "item"):
         if isinstance(value, tuple):
             return f"{path} is a tuple, which would read back as a list"
         if isinstance(value, float) and not math.isfinite(value):
             return f"{path} is {value!r}, which JSON cannot represent (orjson would write null)"
-        if type(value) not in (dict, list, str, int, float, bool, type(None)):
+        if type(value) is int and not -(2**63) <= value < 2**64:
+            return f"{path} is an integer beyond 64 bits, which orjson cannot write exactly"
+        if type(value) is dict:
+            for key in value:
+                if type(key) is not str:
+                    return f"{path} has a key {key!r} that is not a str"
+        elif type(value) not in (list, str, int, float, bool, type(None)):
             return f"{path} is a {type(value).__name__}, which JSON cannot represent exactly"
-    return "it does not read back equal to what was given"
+    return None
 
 
 def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:

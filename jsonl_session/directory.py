@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import codec, storage
+from . import storage
+from .codec import encode_items
 from .locking import MISSING, FileHandle, fsync_directory
 from .naming import id_for
-from .session import DEFAULT_DIRECTORY, DEFAULT_LOCK_TIMEOUT, JSONLSession
+from .session import DEFAULT_DIRECTORY, DEFAULT_LOCK_TIMEOUT, JSONLSession, check_lock_timeout
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class SessionDirectory:
     ) -> None:
         self.directory = Path(directory)
         self.durable = durable
-        self.lock_timeout = lock_timeout
+        self.lock_timeout = check_lock_timeout(lock_timeout)
 
     def open(self, session_id: str, **options: Any) -> JSONLSession:
         """A :class:`JSONLSession` in this folder (options as for its constructor)."""
@@ -58,7 +60,11 @@ class SessionDirectory:
         return sorted(session_id for session_id, _ in self._entries())
 
     def exists(self, session_id: str) -> bool:
-        return self.open(session_id).path.is_file()
+        """True if the session has a file (a symlink in its place does not count)."""
+        try:
+            return stat.S_ISREG(os.lstat(self.open(session_id).path).st_mode)
+        except FileNotFoundError:
+            return False
 
     def list(self) -> list[SessionInfo]:
         """Every session with its item count, size and modification time, newest first."""
@@ -70,14 +76,13 @@ class SessionDirectory:
             if fd == MISSING:
                 continue  # deleted since we listed the folder
             try:
-                stat = os.fstat(fd)
-                lines = storage.read_all_lines(fd)
+                file_stat = os.fstat(fd)
+                items = storage.count_items(fd)
             finally:
                 handle.release()
                 handle.close()
-            items = sum(1 for line in lines if not codec.is_blank(line))
-            modified = datetime.fromtimestamp(stat.st_mtime, tz=timezone.utc)
-            infos.append(SessionInfo(session_id, path, items, stat.st_size, modified))
+            modified = datetime.fromtimestamp(file_stat.st_mtime, tz=timezone.utc)
+            infos.append(SessionInfo(session_id, path, items, file_stat.st_size, modified))
         infos.sort(key=lambda info: (info.modified, info.session_id), reverse=True)
         return infos
 
@@ -114,6 +119,7 @@ class SessionDirectory:
             if at < 0:
                 raise ValueError(f"at must be >= 0, not {at}")
             items = items[:at]
+        encode_items(items)  # refuse what cannot be stored before the target file exists
         with target.rewrite() as draft:
             if draft.items:
                 raise FileExistsError(f"{target.path}: session already exists; not overwriting it")

@@ -68,6 +68,7 @@ class FileHandle:
         """The file's size, read under the lock by the last successful acquire."""
         self._generation = _fork_generation
         self._mutex = threading.Lock()
+        self._owner = 0  # thread holding the mutex, to refuse a same-thread deadlock
 
     def try_acquire(self, *, write: bool, create: bool) -> int:
         """Lock the file without waiting.
@@ -81,24 +82,28 @@ class FileHandle:
             self._forget_after_fork()
         if not self._mutex.acquire(blocking=False):
             return BUSY
-        held = True
+        locked_fd = None
         try:
             for _ in range(100):  # each retry means the file was replaced under us: rare
                 fd = self._descriptor(write=write, create=create)
                 if fd == MISSING or not _lock_nonblocking(fd, write=write):
-                    held = False
                     self._mutex.release()
                     return BUSY if fd != MISSING else MISSING
+                locked_fd = fd
                 if self._still_current(fd):
+                    self._owner = threading.get_ident()
                     return fd
                 _unlock(fd)
+                locked_fd = None
                 self._drop()
-            held = False
             self._mutex.release()
             return BUSY
         except BaseException:
-            if held:
-                self._mutex.release()
+            # Never leave the file locked (or the mutex held) behind an error: other
+            # processes would wait for a lock nobody is going to release.
+            if locked_fd is not None:
+                _unlock(locked_fd)
+            self._mutex.release()
             raise
 
     def acquire(self, *, write: bool, create: bool, timeout: float) -> int:
@@ -106,6 +111,11 @@ class FileHandle:
         fd = self.try_acquire(write=write, create=create)
         if fd != BUSY:
             return fd
+        if self._mutex.locked() and self._owner == threading.get_ident():
+            raise RuntimeError(
+                f"{self.path}: this thread already holds the session's lock (a call inside "
+                "session.rewrite()?); waiting for it would deadlock"
+            )
         deadline = time.monotonic() + timeout
         delay = _FIRST_DELAY
         while True:
@@ -150,10 +160,13 @@ class FileHandle:
                 if invalidate:
                     self._drop()
         finally:
+            self._owner = 0
             self._mutex.release()
 
     def close(self) -> None:
         """Close the cached descriptor (it is reopened if the handle is used again)."""
+        if self._generation != _fork_generation:
+            self._forget_after_fork()
         with self._mutex:
             self._drop()
 
@@ -186,9 +199,18 @@ class FileHandle:
             os.close(fd)
 
     def _forget_after_fork(self) -> None:
-        # The inherited descriptor shares its lock with the parent: never use or close it.
+        # The inherited descriptor shares its open file description, and so its lock, with
+        # the parent: never unlock it, but close our copy so that, should the parent die,
+        # this child does not keep a lock alive. The parent's threads, and with them any
+        # holder of the mutex, do not exist here: start with a fresh one.
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
         self._fd = None
         self._mutex = threading.Lock()
+        self._owner = 0
         self._generation = _fork_generation
 
     def __del__(self) -> None:
@@ -217,8 +239,9 @@ def _open(path: Path, *, write: bool, create: bool, durable: bool) -> tuple[int,
     try:
         try:
             fd, writable = os.open(path, _WRITE_FLAGS), True
-        except PermissionError:
-            if write:
+        except OSError as exc:
+            # A read-only file, folder or file system still reads.
+            if write or exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
             fd, writable = os.open(path, _READ_FLAGS), False
     except FileNotFoundError:
@@ -243,7 +266,7 @@ def _create(path: Path, *, durable: bool) -> int:
     """Create the file owner-only (and its directory, 0700), or return MISSING if it now exists."""
     directory = path.parent
     if not directory.is_dir():
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        make_private_directories(directory, durable=durable)
     try:
         fd = os.open(path, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -253,6 +276,27 @@ def _create(path: Path, *, durable: bool) -> int:
     if durable:
         fsync_directory(directory)
     return fd
+
+
+def make_private_directories(directory: Path, *, durable: bool) -> None:
+    """Create ``directory`` and any missing parents, each 0700, and make their entries durable.
+
+    ``os.makedirs(mode=...)`` applies the mode to the last folder only.
+    """
+    missing = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            continue  # another process made it first
+        if durable:
+            fsync_directory(folder.parent)
 
 
 def _explain_open_error(path: Path, exc: OSError) -> Exception:

@@ -14,6 +14,7 @@ write half-done.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -73,6 +74,15 @@ class JSONLSession:
         self.durable = durable
         self.lock_timeout = lock_timeout
         self._handle = FileHandle(self.path, durable=durable)
+
+    @property
+    def lock_timeout(self) -> float:
+        """Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
+        return self._lock_timeout
+
+    @lock_timeout.setter
+    def lock_timeout(self, value: float) -> None:
+        self._lock_timeout = check_lock_timeout(value)
 
     @property
     def session_settings(self) -> Any:
@@ -157,10 +167,17 @@ class JSONLSession:
         replaced = False
         try:
             original = storage.read_items(fd, self.path)
-            draft = Draft(items=list(original))
+            draft = Draft(items=copy.deepcopy(original))  # in-place edits must not touch `original`
             yield draft
-            if draft.items != original:
-                storage.replace(fd, self.path, encode_items(draft.items), durable=self.durable)
+            before = _encoding_or_none(original)
+            try:
+                payload = encode_items(draft.items)
+            except ValueError:
+                if before is None and draft.items == original:
+                    return  # unchanged, though it could not be written (hand-edited huge ints)
+                raise
+            if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
+                self._replace_locked(fd, payload)
                 replaced = True
         finally:
             self._handle.release(invalidate=replaced)
@@ -170,9 +187,15 @@ class JSONLSession:
         payload = encode_items(items)
         fd = self._lock(write=True, create=True)
         try:
-            storage.replace(fd, self.path, payload, durable=self.durable)
+            self._replace_locked(fd, payload)
         finally:
             self._handle.release(invalidate=True)
+
+    def _replace_locked(self, fd: int, payload: bytes) -> None:
+        # A crashed writer's partial line is not an item, so it is not in `payload`: save it
+        # to the sidecar first rather than let the rename throw it away.
+        storage.repair_tail(fd, self.path, durable=self.durable)
+        storage.replace(fd, self.path, payload, durable=self.durable)
 
     def repair_sync(self) -> bytes | None:
         """Move a torn last line to :attr:`sidecar_path` now; return the bytes moved, if any."""
@@ -246,9 +269,27 @@ class JSONLSession:
         if fd == MISSING:
             return
         try:
-            storage.clear(fd, durable=self.durable, size=self._handle.size)
+            storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
         finally:
             self._handle.release()
+
+
+def check_lock_timeout(value: Any) -> float:
+    """A lock wait must be bounded: refuse None, negatives, NaN and non-numbers up front."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(
+            f"lock_timeout must be a number of seconds >= 0, not {value!r} "
+            "(waiting forever for another process is never the default)"
+        )
+    return float(value)
+
+
+def _encoding_or_none(items: list[Any]) -> bytes | None:
+    """The items as they would be written, or None if they cannot be (e.g. hand-edited huge ints)."""
+    try:
+        return encode_items(items)
+    except ValueError:
+        return None
 
 
 @dataclass

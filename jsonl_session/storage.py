@@ -111,11 +111,15 @@ def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
     return item
 
 
-def clear(fd: int, *, durable: bool, size: int | None = None) -> None:
-    """Empty the file in place (it stays, so watchers and git see an empty session)."""
+def clear(fd: int, path: Path, *, durable: bool, size: int | None = None) -> None:
+    """Empty the file in place (it stays, so watchers and git see an empty session).
+
+    A torn tail is moved to the sidecar first: clearing removes items, not evidence.
+    """
     if size is None:
         size = os.fstat(fd).st_size
     if size:
+        repair_tail(fd, path, durable=durable, size=size)
         _truncate(fd, 0, durable=durable)
 
 
@@ -147,7 +151,9 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
     try:
         try:
             os.fchmod(temp_fd, mode)
-            write_at_end(temp_fd, payload, 0, durable=durable)
+            # Always synced, even when not durable: a rename that reaches the disk before
+            # the data would leave an empty file where the whole history was.
+            write_at_end(temp_fd, payload, 0, durable=True)
         finally:
             os.close(temp_fd)
         os.replace(temp, path)
@@ -166,6 +172,19 @@ def read_all_lines(fd: int) -> list[bytes]:
     data = _read_range(fd, 0, os.fstat(fd).st_size)
     data = data.removeprefix(codec.BOM)
     return data.split(b"\n")
+
+
+def count_items(fd: int) -> int:
+    """Non-blank complete lines, plus an unterminated last line if it is an item (torn tails are not).
+
+    Lines are counted, not parsed, so listing a folder stays cheap: ``check`` finds bad lines.
+    """
+    lines = read_all_lines(fd)
+    tail = lines.pop()
+    count = sum(1 for line in lines if not codec.is_blank(line))
+    if not codec.is_blank(tail) and _parse_tail(tail) is not None:
+        count += 1
+    return count
 
 
 def line_number(fd: int, offset: int) -> int:
@@ -268,6 +287,8 @@ def _move_torn_tail(fd: int, path: Path, offset: int, tail: bytes, *, durable: b
         write_at_end(side_fd, tail + b"\n", side_size, durable=durable)
     finally:
         os.close(side_fd)
+    if durable and side_size == 0:
+        fsync_directory(path.parent)  # the new sidecar's name must survive before we truncate
     _truncate(fd, offset, durable=durable)
     warnings.warn(
         TornTailWarning(
@@ -339,6 +360,9 @@ def _newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes
         start, data = _read_block(fd, begin, size)
         at_file_start = begin == 0
         lines = data.split(b"\n")
+        if not lines[:-1] and not at_file_start:
+            chunk *= 4  # the last line is longer than the block: we see only its end
+            continue
         tail = lines.pop()
         tail_offset = size - len(tail)
         tail_item = _parse_tail(tail) if not codec.is_blank(tail) else None

@@ -267,3 +267,30 @@ def test_reader_waits_for_a_writer_rather_than_seeing_half_a_call(session: JSONL
         holder.release.set()
         reader.join(30)
     assert result == [[{"a": 1}, {"b": 2}]]
+
+
+def _close_in_child(session: JSONLSession, done: Any) -> None:
+    session.close()
+    session.add_items_sync([{"from": "child"}])
+    done.set()
+
+
+def test_close_in_a_forked_child_does_not_hang_on_a_parent_thread_lock(session: JSONLSession) -> None:
+    """Regression: close() took the mutex without noticing the fork; a mutex held by a
+    parent thread at fork time (a thread that does not exist in the child) hung it forever."""
+    session.add_items_sync([{"from": "parent"}])
+    ctx = mp.get_context("fork")
+    done = ctx.Event()
+    with session.rewrite():  # this thread holds the handle's mutex while we fork
+        child = ctx.Process(target=_close_in_child, args=(session, done))
+        child.start()
+        assert not done.wait(0.5), "the child's append must wait for our exclusive lock"
+    child.join(30)
+    try:
+        assert child.exitcode == 0
+        assert done.is_set()
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+    assert [i["from"] for i in session.get_items_sync()] == ["parent", "child"]

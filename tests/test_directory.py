@@ -98,3 +98,117 @@ def test_read_only_file_still_reads(sessions_dir: Path) -> None:
     if os.access(session.path, os.W_OK):
         pytest.skip("running as root: permissions are not enforced")
     assert JSONLSession("x", sessions_dir).get_items_sync() == [{"a": 1}]
+
+
+def test_list_counts_items_the_way_readers_see_them(sessions_dir: Path) -> None:
+    store = SessionDirectory(sessions_dir)
+    session = store.open("x")
+    session.add_items_sync([{"a": 1}])
+    with open(session.path, "ab") as f:
+        f.write(b'\n\n{"torn')
+    assert [i.items for i in store.list()] == [1]
+    with open(session.path, "ab") as f:
+        f.write(b'":1}')  # now a valid unterminated last line
+    assert [i.items for i in store.list()] == [2]
+
+
+def test_fork_of_an_unstorable_item_creates_no_target(sessions_dir: Path) -> None:
+    store = SessionDirectory(sessions_dir)
+    sessions_dir.mkdir()
+    (sessions_dir / "src.jsonl").write_bytes(b'{"id":123456789012345678901234567890}\n')
+    with pytest.raises(ValueError, match="beyond 64 bits"):
+        store.fork("src", "dst")
+    assert store.ids() == ["src"]
+
+
+def test_exists_does_not_count_a_symlink(sessions_dir: Path, tmp_path: Path) -> None:
+    sessions_dir.mkdir()
+    (tmp_path / "elsewhere.jsonl").write_bytes(b"{}\n")
+    (sessions_dir / "x.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    store = SessionDirectory(sessions_dir)
+    assert store.exists("x") is False
+    store.open("y").add_items_sync([{"a": 1}])
+    assert store.exists("y") is True
+
+
+def test_every_new_directory_is_private(tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)
+    try:
+        JSONLSession("x", tmp_path / "a" / "b" / "sessions").add_items_sync([{"a": 1}])
+    finally:
+        os.umask(old_umask)
+    for folder in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "sessions"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+@pytest.mark.parametrize("timeout", [None, -1, float("nan"), "5", True])
+def test_lock_timeout_must_be_a_bounded_number(sessions_dir: Path, timeout: object) -> None:
+    with pytest.raises(ValueError, match="lock_timeout"):
+        JSONLSession("x", sessions_dir, lock_timeout=timeout)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lock_timeout"):
+        SessionDirectory(sessions_dir, lock_timeout=timeout)  # type: ignore[arg-type]
+
+
+def test_a_call_inside_rewrite_on_the_same_session_fails_fast(sessions_dir: Path) -> None:
+    session = JSONLSession("x", sessions_dir, lock_timeout=30)
+    session.add_items_sync([{"a": 1}])
+    with pytest.raises(RuntimeError, match="already holds the session's lock"):
+        with session.rewrite():
+            session.get_items_sync()
+    assert session.get_items_sync() == [{"a": 1}]
+
+
+_READ_ONLY_MOUNT = """
+set -e
+mount --bind "$1" "$1"
+mount -o remount,bind,ro "$1"
+exec "$2" -c '
+import sys
+from jsonl_session import JSONLSession, SessionDirectory
+directory = sys.argv[1]
+assert JSONLSession("x", directory).get_items_sync() == [{"a": 1}]
+assert JSONLSession("x", directory).get_items_sync(1) == [{"a": 1}]
+assert [i.items for i in SessionDirectory(directory).list()] == [1]
+try:
+    JSONLSession("x", directory).add_items_sync([{"b": 2}])
+except OSError as exc:
+    print("write refused:", exc.strerror)
+' "$1"
+"""
+
+
+def test_sessions_on_a_read_only_file_system_still_read(sessions_dir: Path) -> None:
+    """Regression: readers opened the file read-write and failed with EROFS."""
+    import shutil
+    import subprocess
+    import sys
+
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("needs util-linux unshare to mount a read-only folder")
+    JSONLSession("x", sessions_dir).add_items_sync([{"a": 1}])
+    command = [unshare, "--user", "--map-root-user", "--mount", "sh", "-c", _READ_ONLY_MOUNT, "sh", str(sessions_dir), sys.executable]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if run.returncode != 0 and "mount" in run.stderr and "ermission" in run.stderr:
+        pytest.skip(f"user namespaces or bind mounts are not permitted here: {run.stderr.strip()}")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "write refused: Read-only file system"
+
+
+def test_an_error_after_locking_does_not_leave_the_file_locked(sessions_dir: Path, tmp_path: Path) -> None:
+    """Regression: if checking the path failed after the flock was taken (here ENOTDIR,
+    because the folder was replaced by a file), the lock stayed held."""
+    import fcntl
+
+    session = JSONLSession("x", sessions_dir)
+    session.add_items_sync([{"a": 1}])  # caches a descriptor of sessions/x.jsonl
+    moved = tmp_path / "moved"
+    sessions_dir.rename(moved)
+    sessions_dir.write_text("now a file")
+    with pytest.raises(NotADirectoryError):
+        session.get_items_sync()
+    fd = os.open(moved / "x.jsonl", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if the failed call kept its lock
+    finally:
+        os.close(fd)

@@ -139,13 +139,14 @@ def test_pop_of_a_malformed_last_line_changes_nothing(session: JSONLSession) -> 
 @pytest.mark.parametrize(
     ("item", "reason"),
     [
-        ({"x": float("nan")}, "nan"),
-        ({"x": [1, float("inf")]}, "inf"),
-        ({"x": 2**64}, "64-bit"),
-        ({"x": -(2**63) - 1}, "64-bit"),
-        ({"x": object()}, "not JSON serializable"),
+        ({"x": float("nan")}, r"item\['x'\] is nan"),
+        ({"x": [1, float("inf")]}, r"item\['x'\]\[1\] is inf"),
+        ({"x": 2**64}, r"item\['x'\] is an integer beyond 64 bits"),
+        ({"x": {"y": -(2**63) - 1}}, r"item\['x'\]\['y'\] is an integer beyond 64 bits"),
+        ({"x": object()}, r"item\['x'\] is a object"),
+        ({"x": {1, 2}}, r"item\['x'\] is a set"),
         ({"x": (1, 2)}, "tuple"),
-        ({1: "non-string key"}, "str"),
+        ({1: "non-string key"}, "key 1 that is not a str"),
         (["not", "a", "dict"], "must be a dict"),
     ],
 )
@@ -273,3 +274,73 @@ def test_a_bom_before_a_blank_first_line_or_alone(session: JSONLSession) -> None
         session.add_items_sync([{"b": 2}])
     assert session.get_items_sync() == [{"b": 2}]
     assert session.get_items_sync(1) == [{"b": 2}]
+
+
+def test_rewrite_writes_items_changed_in_place(session: JSONLSession) -> None:
+    """Regression: the draft was a shallow copy, so an in-place edit also changed the
+    'original' it was compared with, and nothing was written."""
+    session.add_items_sync([{"role": "user", "content": "my password is hunter2"}])
+    with session.rewrite() as draft:
+        draft.items[0]["content"] = "my password is [REDACTED]"
+    assert session.get_items_sync() == [{"role": "user", "content": "my password is [REDACTED]"}]
+
+
+def test_rewrite_notices_changes_that_compare_equal(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1, "b": 2}])
+    with session.rewrite() as draft:
+        draft.items[0]["a"] = 1.0  # 1 == 1.0, but the bytes differ
+    assert session.path.read_bytes() == b'{"a":1.0,"b":2}\n'
+    with session.rewrite() as draft:
+        draft.items = [{"b": 2, "a": 1.0}]  # same dict, other key order
+    assert session.path.read_bytes() == b'{"b":2,"a":1.0}\n'
+
+
+def test_rewrite_of_a_crlf_file_with_no_change_leaves_it_alone(session: JSONLSession) -> None:
+    write(session, b'{"a":1}\r\n\r\n')
+    with session.rewrite():
+        pass
+    assert session.path.read_bytes() == b'{"a":1}\r\n\r\n'
+
+
+def test_clear_keeps_a_torn_tail_in_the_sidecar(session: JSONLSession) -> None:
+    write(session, b'{"a":1}\n{"b":"cut')
+    with pytest.warns(TornTailWarning):
+        session.clear_session_sync()
+    assert session.path.read_bytes() == b""
+    assert session.sidecar_path.read_bytes() == b'{"b":"cut\n'
+
+
+def test_a_long_torn_tail_whose_end_looks_like_an_item_is_not_returned(session: JSONLSession) -> None:
+    """Regression: the newest-lines read parsed the end of a line longer than its first
+    block, so get_items(limit=1) returned a fragment of a torn line as an item."""
+    fragment = b'{"role":"user","content":"' + b"x" * 10_000 + b'","text":"' + b"y" * 100 + b'"}'
+    write(session, b'{"a":1}\n' + fragment[:20] + fragment[-3000:])  # torn, but its end parses
+    assert session.get_items_sync(1) == [{"a": 1}]
+    assert session.get_items_sync() == [{"a": 1}]
+
+
+def test_new_sidecar_is_made_durable_before_the_session_is_cut(
+    session: JSONLSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the sidecar's directory entry was not fsynced before truncating the
+    session, so a power loss could keep the cut and lose the saved bytes."""
+    from jsonl_session import locking, storage
+
+    events: list[str] = []
+    real_fsync_directory = locking.fsync_directory
+    real_ftruncate = os.ftruncate
+
+    def spy_fsync_directory(directory: Path) -> None:
+        events.append(f"fsync-dir {directory.name}")
+        real_fsync_directory(directory)
+
+    def spy_ftruncate(fd: int, length: int) -> None:
+        events.append("truncate")
+        real_ftruncate(fd, length)
+
+    write(session, b'{"a":1}\n{"b')
+    monkeypatch.setattr(storage, "fsync_directory", spy_fsync_directory)
+    monkeypatch.setattr(storage.os, "ftruncate", spy_ftruncate)
+    with pytest.warns(TornTailWarning):
+        session.add_items_sync([{"c": 3}])
+    assert events[:2] == [f"fsync-dir {session.path.parent.name}", "truncate"]
