@@ -19,6 +19,7 @@ from .errors import (
 )
 from .session import Draft, JSONLSession
 from .settings import SessionSettings
+from .transfer import copy_session
 
 __all__ = [
     "Draft",
@@ -34,4 +35,5 @@ __all__ = [
     "SessionSettings",
     "TornTailWarning",
     "UnsafePathError",
+    "copy_session",
 ]

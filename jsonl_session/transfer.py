@@ -10,7 +10,7 @@ URLs understood by :func:`open_url`:
 * ``sqlite:///path.db``: the SDK's ``SQLiteSession`` (relative path; ``sqlite:////abs.db``
   for an absolute one, as in SQLAlchemy);
 * any other SQLAlchemy async URL (``sqlite+aiosqlite:///x.db``, ``postgresql+asyncpg://...``):
-  ``SQLAlchemySession`` (needs ``openai-agents[sqlalchemy]`` and the driver);
+  ``SQLAlchemySession`` (needs ``jsonl-session[sqlalchemy]``, or the URL's own driver);
 * ``redis://``, ``rediss://``, ``unix://``: ``RedisSession`` (needs ``jsonl-session[redis]``).
 """
 
@@ -116,7 +116,7 @@ def _sqlalchemy_session(url: str, session_id: str) -> Any:
         from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
     except ImportError:
         raise BackendUnavailable(
-            _missing("SQLAlchemy URLs", "pip install 'openai-agents[sqlalchemy]' and the URL's driver")
+            _missing("SQLAlchemy URLs", "pip install 'jsonl-session[sqlalchemy]' (or the URL's own driver)")
         ) from None
     try:
         return SQLAlchemySession.from_url(session_id, url=url, create_tables=True)
