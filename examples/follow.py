@@ -9,9 +9,9 @@ or in two terminals::
     python examples/follow.py --follow   # terminal 1: follows sessions/follow-demo.jsonl (Ctrl-C ends)
     python examples/follow.py --write    # terminal 2: runs the conversation
 
-The writer runs the real Agents SDK ``Runner`` with a scripted model (offline, no API key;
-``agents.testing.ScriptedModel``), then retracts the last answer with ``pop_item`` and writes
-a better one. Without the SDK installed it writes the same items with plain ``add_items``.
+The writer clears the session, runs the real Agents SDK ``Runner`` with a scripted model
+(offline, no API key; ``agents.testing.ScriptedModel``), then retracts the last answer with
+``pop_item`` and writes a better one. Without the SDK installed it writes the same items with plain ``add_items``.
 The follower prints each change as it arrives and keeps a list in step with :func:`apply`.
 """
 
@@ -36,6 +36,7 @@ PAUSE = 0.2  # seconds between the writer's steps, so you can watch them arrive
 
 async def write() -> None:
     session = JSONLSession(SESSION_ID)
+    await session.clear_session()  # start fresh: a follower sees "session cleared"
     try:
         await converse_with_agent(session)
     except ImportError:  # no Agents SDK (or one without agents.testing): same items by hand
