@@ -47,23 +47,17 @@ def test_quickstart_runs_offline_and_writes_the_committed_file_byte_for_byte(tmp
     assert '"type":"function_call"' in first.stdout and '"type":"function_call_output"' in first.stdout
     for line in written.read_text(encoding="utf-8").splitlines():
         assert line in first.stdout.splitlines()
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = re.search(
+        r"<!-- section: quickstart-output -->(.*?)<!-- /section: quickstart-output -->", readme, re.DOTALL
+    )
+    assert section is not None and first.stdout.strip() in section.group(1), "README shows stale output"
 
     second = run_example("quickstart.py", tmp_path)  # cleared first, so re-running changes nothing
 
     assert second.returncode == 0, second.stderr
     assert second.stdout == first.stdout
     assert written.read_bytes() == (REPO / "sessions" / "quickstart.jsonl").read_bytes()
-
-
-def test_the_readme_shows_the_quickstarts_real_output(tmp_path: Path) -> None:
-    result = run_example("quickstart.py", tmp_path)
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = re.search(
-        r"<!-- section: quickstart-output -->(.*?)<!-- /section: quickstart-output -->", readme, re.DOTALL
-    )
-
-    assert section is not None
-    assert result.stdout.strip() in section.group(1)
 
 
 def test_fixture_example_passes_and_leaves_the_committed_files_untouched() -> None:
