@@ -209,7 +209,8 @@ class Recording:
             headline = f"model call {self.calls}: the agent's input diverged from the recording (- recorded, + actual)"
         return ReplayMismatch(f"{self.label}: {headline}; {RECORD_HINT}\n{diff}".rstrip())
 
-    def _record(self, model_input: Any, answer: list[Any]) -> None:
+    def _continue(self, model_input: Any) -> list[Any]:
+        """Record mode, before the real call: check the input continues the conversation so far."""
         self.calls += 1
         actual = _as_items(model_input)
         known = self._conversation
@@ -219,6 +220,9 @@ class Recording:
                 "a recording holds one conversation, so the agent must carry its history (use a session), "
                 "and unrelated runs need their own recordings"
             )
+        return actual
+
+    def _record(self, actual: list[Any], answer: list[Any]) -> None:
         self._conversation = [*actual, *answer]
 
     def _line_of(self, index: int) -> int:
@@ -346,8 +350,9 @@ def _build_model_class(Model: type) -> type:
 
         async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> Any:
             if self.real is not None:
+                actual = self.recording._continue(input)
                 response = await self.real.get_response(system_instructions, input, *args, **kwargs)
-                self.recording._record(input, response.to_input_items())
+                self.recording._record(actual, response.to_input_items())
                 return response
             answer = _output_items(self.recording._answer(input), self.recording.path)
             return ModelResponse(output=answer, usage=Usage(requests=1), response_id=None)
@@ -356,6 +361,7 @@ def _build_model_class(Model: type) -> type:
             self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
         ) -> AsyncIterator[Any]:
             if self.real is not None:
+                actual = self.recording._continue(input)
                 completed = None
                 async for event in self.real.stream_response(system_instructions, input, *args, **kwargs):
                     if getattr(event, "type", None) == "response.completed":
@@ -363,7 +369,7 @@ def _build_model_class(Model: type) -> type:
                     yield event
                 if completed is not None:
                     response = ModelResponse(output=completed.output, usage=Usage(), response_id=None)
-                    self.recording._record(input, response.to_input_items())
+                    self.recording._record(actual, response.to_input_items())
                 return
             items = _output_items(self.recording._answer(input), self.recording.path)
             # The scripted model turns output items into the same event stream a real model emits.

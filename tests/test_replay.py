@@ -226,6 +226,8 @@ def test_record_mode_refuses_a_call_that_does_not_continue_the_conversation(tmp_
     with pytest.raises(ReplayMismatch, match="does not continue the conversation"):
         Runner.run_sync(agent, "second")  # no history carried over
 
+    assert real.remaining_steps == 1  # refused before the (paid) call to the real model
+
 
 def test_a_recorded_item_the_sdk_cannot_read_is_named_in_the_error(tmp_path: Path) -> None:
     path = tmp_path / "odd.jsonl"
