@@ -17,7 +17,7 @@ from jsonl_session.codec import decode_line, encode_items
 
 REPO = Path(__file__).resolve().parent.parent
 
-text = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)  # any Unicode but lone surrogates
+text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)  # any Unicode but lone surrogates
 scalars = (
     st.none()
     | st.booleans()
