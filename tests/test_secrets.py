@@ -145,7 +145,7 @@ def test_ordinary_text_is_not_flagged(text: str) -> None:
 
 
 def test_the_shipped_example_sessions_contain_no_secrets() -> None:
-    files = sorted((REPO / "sessions").glob("*.jsonl"))
+    files = sorted([*(REPO / "sessions").glob("*.jsonl"), *(REPO / "examples").rglob("*.jsonl")])
 
     assert files, "the repository ships example sessions"
     assert [finding for path in files for finding in scan_file(path)] == []
