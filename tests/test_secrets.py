@@ -269,3 +269,17 @@ def test_the_pre_commit_hook_fails_on_a_planted_key_and_passes_on_the_shipped_se
     assert caught.stdout.startswith(f"{leaky}:2: anthropic-key: ")
     assert planted()["anthropic-key"] not in caught.stdout + caught.stderr
     assert (clean.returncode, clean.stdout) == (0, "")
+
+
+@pytest.mark.parametrize("label", ["", "RSA ", "EC ", "OPENSSH ", "ENCRYPTED ", "DSA "])
+def test_every_pem_private_key_label_is_found_whole_even_with_json_escaped_newlines(label: str) -> None:
+    block = f"-----BEGIN {label}PRIVATE KEY-----\\n{ALNUM * 3}\\n-----END {label}PRIVATE KEY-----"
+    line = '{"output":"' + block + '","type":"function_call_output"}'
+
+    assert scan_text(line) == [("private-key", line.index("-----BEGIN"), line.index(block) + len(block))]
+
+
+def test_a_private_key_header_without_its_end_is_still_found() -> None:
+    assert [kind for kind, _, _ in scan_text("pasted: -----BEGIN OPENSSH PRIVATE KEY-----\nb3Blb")] == [
+        "private-key"
+    ]
