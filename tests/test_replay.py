@@ -262,3 +262,28 @@ def test_replaying_a_missing_recording_says_how_to_record_it(tmp_path: Path) -> 
 )
 def test_model_outputs_are_told_apart_from_inputs(item: dict[str, Any], expected: bool) -> None:
     assert is_model_output(item) is expected
+
+
+def test_agents_that_hand_off_share_one_recording(tmp_path: Path) -> None:
+    path = tmp_path / "handoff.jsonl"
+    answers = []
+    for mode in ("record", "replay"):
+        recording = Recording(path, mode=mode)
+        real = None
+        if recording.recording:
+            real = ScriptedModel(
+                [
+                    [function_call("transfer_to_billing", {}, call_id="call_h")],
+                    [assistant_message("Billing here: refunded.", item_id="msg_b")],
+                ]
+            )
+        billing = Agent(name="billing", model=recording.model(real))
+        triage = Agent(name="triage", model=recording.model(real), handoffs=[billing])
+        session = JSONLSession("refund", tmp_path / mode, durable=False)
+
+        result = Runner.run_sync(triage, "I want a refund", session=session)
+
+        answers.append((result.last_agent.name, result.final_output, recording.calls))
+        recording.finish()
+
+    assert answers == [("billing", "Billing here: refunded.", 2)] * 2
