@@ -8,6 +8,8 @@ byte-identical.
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -288,3 +290,16 @@ class TestRecordingNames:
         assert path.relative_to(Path(__file__).parent).as_posix() == (
             "recordings/test_plugin/TestRecordingNames.test_follow_the_module_class_and_parameters%5BParis%5D.jsonl"
         )
+
+
+def test_the_plugin_loads_without_the_agents_package() -> None:
+    """The plugin is loaded by every pytest run once jsonl-session is installed, agents or not."""
+    code = (
+        "import sys; sys.modules['agents'] = None\n"  # any `import agents` now raises ImportError
+        "import jsonl_session.pytest_plugin, jsonl_session.replay, jsonl_session.secrets\n"
+        "print('ok')"
+    )
+
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+
+    assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
