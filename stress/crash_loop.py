@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from reliability import crashkit  # noqa: E402
+from reliability import crashkit
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from reliability import loadkit  # noqa: E402
+from reliability import loadkit
 
 
 def main(argv: list[str] | None = None) -> int:

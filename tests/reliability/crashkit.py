@@ -42,7 +42,7 @@ _ctx = multiprocessing.get_context("fork")
 _BIG_PAD = "x" * BIG_ITEM  # ASCII: encodes fast, so the kill window is mostly the write
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pad_for(writer: str, batch: int, index: int) -> str:
     """The deterministic pad of one item; "big" writers' items are a MiB each."""
     if writer.startswith("big"):
@@ -159,7 +159,7 @@ def reader(directory: str, conn: Connection, stop: Any, durable: bool) -> None:
                     mine = [key[1:] for key in keys if key[0] == writer]
                     assert mine == sorted(set(mine)), f"{writer} out of order in a limit read"
             reads += 1
-        except BaseException as exc:  # report, don't die silently
+        except BaseException as exc:  # noqa: BLE001  (report anything; the parent fails the test)
             error = f"{type(exc).__name__}: {exc}"[:500]
     conn.send((reads, error))
 
@@ -196,7 +196,7 @@ class Model:
             self.acked[(writer, batch)] = size
             self.stats.acked_batches += 1
         elif message[0] == "popped" and message[1] is not None:
-            self.explained.add(tuple(message[1]))  # type: ignore[arg-type]
+            self.explained.add(tuple(message[1]))
             self.stats.pops += 1
 
     def snapshot(self) -> bytes:
@@ -306,7 +306,7 @@ def run(
         _ctx.Process(target=steady_writer, args=(str(directory), steady_child, durable), daemon=True),
         _ctx.Process(target=reader, args=(str(directory), reader_child, stop, durable), daemon=True),
     ]
-    victim_process = None
+    victim_process: Any = None
     try:
         for process in helpers:
             process.start()
@@ -328,6 +328,7 @@ def run(
             steady_parent.send(rng.randint(0, 3))  # the second writer runs during the kill window
             # The random delay *is* the test: it decides where in the victim's work the kill lands.
             time.sleep(rng.uniform(0, big_window if big else max_delay))
+            assert victim_process.pid is not None
             os.kill(victim_process.pid, signal.SIGKILL)
             victim_process.join()
             assert victim_process.exitcode == -signal.SIGKILL

@@ -39,7 +39,7 @@ _BATCH = [{"role": "user", "content": "x" * 3000}, {"role": "assistant", "conten
 def _child_main(conn: Connection, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
     try:
         conn.send(("ok", function(*args)))
-    except BaseException as exc:  # report everything: the parent asserts on it
+    except BaseException as exc:  # noqa: BLE001  (report everything: the parent asserts on it)
         conn.send(("raised", f"{type(exc).__name__}: {exc}", getattr(exc, "errno", None)))
 
 
@@ -167,8 +167,8 @@ def test_a_full_disk_mid_write_is_taken_back(tmp_path: Path) -> None:
     mount = tmp_path / "tiny"
     mount.mkdir()
     command = [unshare, "--user", "--map-root-user", "--mount", sys.executable, "-c", _ENOSPC_SCRIPT, str(mount)]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=50)
-    refused = re.search(r"(unshare|mount)\b.*(not permitted|permission denied)", run.stderr, re.I)
+    run = subprocess.run(command, capture_output=True, text=True, timeout=50, check=False)
+    refused = re.search(r"(unshare|mount)\b.*(not permitted|permission denied)", run.stderr, re.IGNORECASE)
     if run.returncode != 0 and refused:
         pytest.skip(f"user namespaces or tmpfs mounts are not permitted here: {refused.group(0)}")
     assert run.returncode == 0, run.stderr
@@ -191,7 +191,7 @@ def _with_eio_after_half_a_write(directory: str) -> dict[str, Any]:
             return real_write(fd, bytes(data[: len(data) // 2]))  # a short write...
         raise OSError(errno.EIO, os.strerror(errno.EIO))  # ...then the device fails
 
-    os.write = failing_write  # type: ignore[assignment]
+    os.write = failing_write
     try:
         session.add_items_sync(_BATCH)
         first = "returned"

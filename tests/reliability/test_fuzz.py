@@ -20,7 +20,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from jsonl_session import ItemNotStorableError, JSONLSession, MalformedLineError, TornTailWarning
 
@@ -173,8 +173,7 @@ test_random_operation_sequences_match_a_list_in_memory = pytest.mark.timeout(120
 
 def reference_items(data: bytes) -> list[Any] | int:
     """The format, written out plainly: the items, or the number of the first bad line."""
-    if data.startswith(BOM):
-        data = data[len(BOM) :]
+    data = data.removeprefix(BOM)
     *lines, tail = data.split(b"\n")
     result = []
     for number, line in enumerate(lines, 1):

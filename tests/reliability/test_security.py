@@ -217,19 +217,19 @@ def test_a_fifo_planted_at_a_path_is_refused_without_hanging(tmp_path: Path, whe
         assert session.path.read_bytes() == before
 
 
-def test_a_hard_link_to_another_file_is_not_a_defence_we_claim(tmp_path: Path, outside: Path) -> None:
-    """Documented limit: a hard link is the same file, not a redirection, so it is written.
+def test_a_hard_link_is_the_same_file_and_is_written_a_documented_limit(tmp_path: Path) -> None:
+    """Not a defence we claim: a hard link is the file itself, not a redirection.
 
-    Only the file's owner (or root) can plant one (``fs.protected_hardlinks``); a process
-    running as you can already write your files. The guarantee covers symlinks only.
+    Only the file's owner (or root) can plant one (``fs.protected_hardlinks``), and a process
+    running as you can already write your files. The guarantee covers symlinks.
     """
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_bytes(b'{"n":1}\n')
     directory = tmp_path / "sessions"
     directory.mkdir()
-    os.link(outside, directory / "linked.jsonl")
-    session = JSONLSession("linked", directory, durable=False)
-    with pytest.raises(Exception):  # noqa: PT011  (the file is not JSONL: reading refuses it)
-        session.get_items_sync()
-    assert _untouched(outside)
+    os.link(elsewhere, directory / "linked.jsonl")
+    JSONLSession("linked", directory, durable=False).add_items_sync([{"n": 2}])
+    assert elsewhere.read_bytes() == b'{"n":1}\n{"n":2}\n'
 
 
 # -- owner-only modes ------------------------------------------------------------------------------
