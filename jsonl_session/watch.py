@@ -49,6 +49,7 @@ import os
 import platform
 import threading
 import time
+import warnings
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -684,12 +685,27 @@ class _Notifier:
 
         try:
             stat = os.stat(self.directory)
-            self._rust = RustNotify(
-                [str(self.directory)], False, self.force_polling, self.poll_delay_ms, False, False
-            )
         except FileNotFoundError:
             self._rust, self._identity = None, None
             return
+        try:
+            self._rust = RustNotify(
+                [str(self.directory)], False, self.force_polling, self.poll_delay_ms, False, False
+            )
+        except (OSError, RuntimeError) as exc:
+            if self.force_polling or not self.directory.is_dir():
+                raise
+            # No inotify here (e.g. the per-user watch limit is reached; watchfiles reports
+            # that as FileNotFoundError): poll instead of failing.
+            warnings.warn(
+                f"{self.directory}: file system events unavailable ({exc}); polling every "
+                f"{self.poll_delay_ms} ms instead",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.force_polling = True
+            self.tick_seconds = min(self.tick_seconds, self.poll_delay_ms / 1000)
+            self._rust = RustNotify([str(self.directory)], False, True, self.poll_delay_ms, False, False)
         self._identity = (stat.st_dev, stat.st_ino)
 
     def _check_directory(self) -> None:

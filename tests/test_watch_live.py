@@ -243,6 +243,38 @@ def test_a_watch_that_cannot_start_releases_everything(session: JSONLSession) ->
     asyncio.run(asyncio.wait_for(main(), WAIT))
 
 
+NO_INOTIFY_SCRIPT = """
+import os, resource, sys, warnings
+from pathlib import Path
+from jsonl_session.watch import _Follower, _Notifier, _Options
+Path(sys.argv[1]).mkdir()
+follower = _Follower(Path(sys.argv[1]), "x", 10.0)
+# Allow one more descriptor: an inotify watcher needs several, so it cannot start.
+used = {int(name) for name in os.listdir("/proc/self/fd")}
+lowest_free = min(number for number in range(1024) if number not in used)
+resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    notifier = _Notifier(follower, _Options("all", None, 20, 1, 10))
+print(*[warning.message for warning in caught], notifier.force_polling, notifier.tick_seconds, sep=" | ")
+"""
+
+
+def test_without_inotify_it_warns_and_polls(sessions_dir: Path) -> None:
+    # (Following a session by polling is test_polling_mode_follows_a_writer_process.)
+    result = subprocess.run(
+        [sys.executable, "-c", NO_INOTIFY_SCRIPT, str(sessions_dir)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert result.returncode == 0, result.stderr
+    warning, polling, tick = result.stdout.strip().split(" | ")
+    assert "file system events unavailable" in warning and "polling every 20 ms instead" in warning
+    assert (polling, tick) == ("True", "0.02")
+
+
 # -- stopping -----------------------------------------------------------------------------------
 
 
