@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -153,10 +152,11 @@ def open_session_fixture(
         session_id = id_for(source.name)
         if session_id is None:
             raise ValueError(f"{source}: a session file is named <id>.jsonl")
+        content = source.read_bytes()  # one read: the copy is exactly what the check compares with
         copy_dir = tmp_path / "session_fixtures" / str(len(originals))
         copy_dir.mkdir(parents=True)
-        shutil.copyfile(source, copy_dir / source.name)
-        originals.append((source, _digest(source)))
+        (copy_dir / source.name).write_bytes(content)
+        originals.append((source, hashlib.sha256(content).hexdigest()))
         session_class = ReadOnlySession if mode == "readonly" else JSONLSession
         return session_class(session_id, copy_dir, durable=False)
 
