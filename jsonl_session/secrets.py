@@ -158,6 +158,8 @@ def redact_session(session: JSONLSession) -> list[SecretFinding]:
         sessions/support.jsonl:3: openai-key sk-pro… (56 chars)
     """
     findings: list[SecretFinding] = []
+    if not session.path.exists():
+        return findings  # nothing to redact; and rewrite() would create the file
     with session.rewrite() as draft:
         line_numbers = _item_line_numbers(session.path)
         new_items = []

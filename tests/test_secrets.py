@@ -283,3 +283,10 @@ def test_a_private_key_header_without_its_end_is_still_found() -> None:
     assert [kind for kind, _, _ in scan_text("pasted: -----BEGIN OPENSSH PRIVATE KEY-----\nb3Blb")] == [
         "private-key"
     ]
+
+
+def test_redacting_a_session_that_does_not_exist_creates_nothing(sessions_dir: Path) -> None:
+    session = JSONLSession("typo", sessions_dir)
+
+    assert redact_session(session) == []
+    assert not session.path.exists()
