@@ -35,7 +35,7 @@ from watch_helpers import (
 )
 
 from jsonl_session import JSONLSession, MalformedLineError, SessionDirectory
-from jsonl_session.watch import Change, apply, watch_directory, watch_directory_sync
+from jsonl_session.watch import Change, SessionWatchSync, apply, watch_directory, watch_directory_sync
 
 A, B, C, D = ({"n": n} for n in range(4))
 SENTINEL = {"sentinel": True}
@@ -78,7 +78,7 @@ class Turns:
         if self.expected is None:
             assert self.conn.poll(WAIT), "the writer did not report its op"
             self.expected = self.conn.recv()
-        index, items = self.expected  # type: ignore[misc]
+        index, items = self.expected
         if self.items == items:
             self.conn.send(index)
             self.acked += 1
@@ -86,12 +86,14 @@ class Turns:
         return self.acked == self.ops
 
 
-def follow_writer(watch: Iterator[Change], session: JSONLSession, ops: list[tuple[Any, ...]]) -> Turns:
+def follow_writer(watch: SessionWatchSync, session: JSONLSession, ops: list[tuple[Any, ...]]) -> Turns:
     """Run ``scripted_writer`` in a process and mirror its ops from ``watch``, one turn at a time."""
     parent, child = SPAWN.Pipe()
     turns = Turns(parent, len(ops))
-    close = watch.close
-    with watchdog(close), running(scripted_writer, str(session.directory), session.session_id, ops, child):
+    with (
+        watchdog(watch.close),
+        running(scripted_writer, str(session.directory), session.session_id, ops, child),
+    ):
         for change in watch:
             if turns.seen(change):
                 break
