@@ -13,6 +13,7 @@ from .errors import (
     JSONLSessionError,
     LockTimeout,
     MalformedLineError,
+    ReadOnlySessionError,
     SessionFileError,
     TornTailWarning,
     UnsafePathError,
@@ -20,8 +21,10 @@ from .errors import (
 from .session import Draft, JSONLSession
 from .settings import SessionSettings
 from .transfer import copy_session
+from .watch import Change, watch_directory, watch_directory_sync
 
 __all__ = [
+    "Change",
     "Draft",
     "InvalidSessionId",
     "ItemNotStorableError",
@@ -29,6 +32,7 @@ __all__ = [
     "JSONLSessionError",
     "LockTimeout",
     "MalformedLineError",
+    "ReadOnlySessionError",
     "SessionDirectory",
     "SessionFileError",
     "SessionInfo",
@@ -36,4 +40,6 @@ __all__ = [
     "TornTailWarning",
     "UnsafePathError",
     "copy_session",
+    "watch_directory",
+    "watch_directory_sync",
 ]

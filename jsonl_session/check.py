@@ -5,6 +5,7 @@ Problems found, each with the file and the line it is on:
 * a complete line that is not valid JSON, or not a JSON object (the readers refuse the file);
 * a torn tail: bytes after the last newline that are not an item (an interrupted write).
   Readers skip it; ``fix=True`` moves it to the ``.torn`` sidecar, as the next writer would;
+* git merge conflict markers (``<<<<<<<``, ``=======``, ``>>>>>>>``), named as such;
 * a ``function_call`` with no ``function_call_output`` for its ``call_id``, or an output
   with no call: the model API rejects such a history on the next turn.
 
@@ -28,6 +29,10 @@ CALL_PAIRS = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
 }
+
+
+# A text merge of two histories leaves these lines behind (see docs/workflows.md).
+_CONFLICT_MARKERS = (b"<<<<<<< ", b"<<<<<<<\n", b"=======", b">>>>>>> ", b"||||||| ")
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,8 @@ def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
             continue
         reason = storage.describe_bad_line(line)
         if reason is not None:
+            if line.rstrip(b"\r").startswith(_CONFLICT_MARKERS):
+                reason = f"git merge conflict marker {line[:7].decode()!r}: resolve the merge, then edit"
             problems.append(Problem(path, number, reason))
             continue
         item = codec.decode_line(line)

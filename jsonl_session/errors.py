@@ -6,6 +6,7 @@
     ├── SessionFileError                           something is wrong with a file on disk
     │   ├── MalformedLineError  (also ValueError)  a line is not a JSON object
     │   └── UnsafePathError     (also PermissionError) a symlink where a session file belongs
+    ├── ReadOnlySessionError    (also PermissionError) a write to a read-only test fixture
     └── LockTimeout             (also TimeoutError) another process held the lock too long
 
     TornTailWarning (UserWarning): a crashed writer's partial line was moved to a sidecar file.
@@ -62,6 +63,10 @@ class MalformedLineError(SessionFileError, ValueError):
 
 class UnsafePathError(SessionFileError, PermissionError):
     """A symlink (or other non-regular file) sits where a session file or sidecar belongs."""
+
+
+class ReadOnlySessionError(JSONLSessionError, PermissionError):
+    """A test tried to change a session opened with ``open_session_fixture(..., mode="readonly")``."""
 
 
 class LockTimeout(JSONLSessionError, TimeoutError):

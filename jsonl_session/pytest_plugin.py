@@ -34,17 +34,13 @@ from typing import Any, Literal
 import pytest
 
 from .directory import SessionDirectory
-from .errors import JSONLSessionError
+from .errors import ReadOnlySessionError
 from .naming import filename_for, id_for
 from .replay import Recording, ReplayMismatch
 from .session import JSONLSession
 
 RECORD_ENV = "JSONL_SESSION_RECORD"
 _reports = pytest.StashKey[dict[str, pytest.TestReport]]()
-
-
-class ReadOnlySessionError(JSONLSessionError, PermissionError):
-    """A test tried to change a session opened with ``mode="readonly"``."""
 
 
 class ReadOnlySession(JSONLSession):
@@ -54,7 +50,7 @@ class ReadOnlySession(JSONLSession):
         >>> session = ReadOnlySession("tool_call", "sessions")      # doctest: +SKIP
         >>> session.add_items_sync([{"role": "user", "content": "hi"}])  # doctest: +SKIP
         Traceback (most recent call last):
-        jsonl_session.pytest_plugin.ReadOnlySessionError: sessions/tool_call.jsonl is read-only ...
+        jsonl_session.errors.ReadOnlySessionError: sessions/tool_call.jsonl is read-only ...
     """
 
     def _refuse(self, operation: str) -> ReadOnlySessionError:

@@ -96,3 +96,17 @@ def test_a_symlink_is_reported_not_followed(sessions_dir: Path, tmp_path: Path) 
     assert [(problem.line, problem.fixed) for problem in problems] == [(None, False)]
     assert "symlink" in problems[0].reason
     assert outside.read_bytes() == (USER + "\n").encode()
+
+
+def test_merge_conflict_markers_are_named_with_their_lines(tmp_path: Path) -> None:
+    path = tmp_path / "merged.jsonl"
+    path.write_bytes(
+        b'{"role":"user","content":"hi"}\n<<<<<<< HEAD\n{"role":"assistant","content":"a"}\n'
+        b'=======\n{"role":"assistant","content":"b"}\n>>>>>>> other\n'
+    )
+    reasons = [(p.line, p.reason.split(":")[0]) for p in check_file(path)]
+    assert reasons == [
+        (2, "git merge conflict marker '<<<<<<<'"),
+        (4, "git merge conflict marker '======='"),
+        (6, "git merge conflict marker '>>>>>>>'"),
+    ]
