@@ -130,7 +130,7 @@ class SessionMachine(RuleBasedStateMachine):
             whole = type(orjson.loads(torn)) is dict
         except orjson.JSONDecodeError:
             whole = False
-        if whole or data.startswith(BOM) is False and torn.startswith(BOM):
+        if whole:
             return  # by chance a whole object: that is the hand-edit rule's business
         path.write_bytes(data + torn)
         self.torn = torn
