@@ -357,7 +357,7 @@ def _newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes
     chunk = max(_TAIL_CHUNK, count * _BYTES_PER_LINE_GUESS)
     while True:
         begin = max(0, size - chunk)
-        start, data = _read_block(fd, begin, size)
+        _, data = _read_block(fd, begin, size)
         at_file_start = begin == 0
         lines = data.split(b"\n")
         if not lines[:-1] and not at_file_start:

@@ -147,7 +147,7 @@ class LockHolder:
         self.locked, self.release = CTX.Event(), CTX.Event()
         self.process = CTX.Process(target=_hold_lock, args=(str(path), self.locked, self.release))
 
-    def __enter__(self) -> LockHolder:
+    def __enter__(self) -> LockHolder:  # noqa: PYI034
         self.process.start()
         assert self.locked.wait(30)
         return self
@@ -204,9 +204,8 @@ def test_async_wait_for_another_process_does_not_block_the_loop(session: JSONLSe
 def test_async_lock_timeout(session: JSONLSession) -> None:
     session.add_items_sync([{"a": 1}])
     session.lock_timeout = 0.1
-    with LockHolder(session.path):
-        with pytest.raises(LockTimeout):
-            asyncio.run(session.add_items([{"b": 2}]))
+    with LockHolder(session.path), pytest.raises(LockTimeout):
+        asyncio.run(session.add_items([{"b": 2}]))
     assert session.get_items_sync() == [{"a": 1}]
 
 

@@ -236,19 +236,17 @@ def test_rewrite_replaces_atomically_and_only_when_changed(session: JSONLSession
 def test_rewrite_that_raises_changes_nothing(session: JSONLSession) -> None:
     session.add_items_sync([{"a": 1}])
     before = session.path.read_bytes()
-    with pytest.raises(RuntimeError):
-        with session.rewrite() as draft:
-            draft.items.append({"b": 2})
-            raise RuntimeError("abort the edit")
+    with pytest.raises(RuntimeError), session.rewrite() as draft:
+        draft.items.append({"b": 2})
+        raise RuntimeError("abort the edit")
     assert session.path.read_bytes() == before
 
 
 def test_rewrite_with_an_unstorable_item_changes_nothing(session: JSONLSession) -> None:
     session.add_items_sync([{"a": 1}])
     before = session.path.read_bytes()
-    with pytest.raises(ItemNotStorableError):
-        with session.rewrite() as draft:
-            draft.items.append({"b": float("nan")})
+    with pytest.raises(ItemNotStorableError), session.rewrite() as draft:
+        draft.items.append({"b": float("nan")})
     assert session.path.read_bytes() == before
     assert sorted(p.name for p in session.path.parent.iterdir()) == [session.path.name]
 

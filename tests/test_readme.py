@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def first_screen_commands() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     first_screen = readme.split("\n## ", 1)[0]
-    return re.findall(r"```bash\n(.*?)\n```", first_screen, flags=re.S)
+    return re.findall(r"```bash\n(.*?)\n```", first_screen, flags=re.DOTALL)
 
 
 def test_first_screen_has_exactly_two_setup_commands() -> None:
