@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import importlib.util
 import json
 import os
 import platform
@@ -49,9 +48,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-import items as item_source  # noqa: E402  (benchmarks/items.py)
+import items as item_source  # benchmarks/items.py
 
-from jsonl_session import JSONLSession  # noqa: E402
+from jsonl_session import JSONLSession
 
 SIZES = (1_000, 10_000, 100_000)
 STORES = {
@@ -117,7 +116,7 @@ class JSONLStore(Store):
         self._bulk.add_items_sync(batch)
 
     def mark(self) -> int:
-        return self.session.path.stat().st_size
+        return int(self.session.path.stat().st_size)
 
     def restore(self, mark: int) -> None:
         os.truncate(self.session.path, mark)
@@ -303,17 +302,26 @@ def repetitions(group: Group, size: int, scale: float) -> int:
     return max(5, int(base * scale))
 
 
-async def interleaved(stores: list[Store], group: Group, pool: Pool, reps: int) -> dict[str, dict[str, list[int]]]:
-    """Run ``group`` once per store per repetition, rotating which store goes first."""
-    samples: dict[str, dict[str, list[int]]] = {}
-    warmup = max(2, reps // 20)
-    for rep in range(warmup + reps):
-        shift = rep % len(stores)
-        for store in stores[shift:] + stores[:shift]:
-            timings = await group(store, pool, rep)
-            if rep >= warmup:
-                for op, elapsed in timings.items():
-                    samples.setdefault(op, {}).setdefault(store.name, []).append(elapsed)
+async def interleaved(
+    stores_by_size: dict[int, list[Store]], group: Group, pool: Pool, reps: dict[int, int]
+) -> dict[tuple[str, int, str], list[int]]:
+    """Run ``group`` once per store and size per repetition, rotating which store goes first.
+
+    Sizes are interleaved too, so "at 100,000 items within 1.5x of its own time at 1,000"
+    compares measurements taken under the same machine conditions.
+    """
+    samples: dict[tuple[str, int, str], list[int]] = {}
+    warmups = {size: max(2, count // 20) for size, count in reps.items()}
+    for rep in range(max(warmups[size] + reps[size] for size in reps)):
+        for size, stores in stores_by_size.items():
+            if rep >= warmups[size] + reps[size]:
+                continue
+            shift = rep % len(stores)
+            for store in stores[shift:] + stores[:shift]:
+                timings = await group(store, pool, rep)
+                if rep >= warmups[size]:
+                    for op, elapsed in timings.items():
+                        samples.setdefault((op, size, store.name), []).append(elapsed)
     return samples
 
 
@@ -327,41 +335,46 @@ def summarise(values: list[int]) -> dict[str, float]:
     }
 
 
-async def latency_rounds(directory: Path, sizes: list[int], names: list[str], scale: float, log: Any) -> dict[str, Any]:
-    stores = open_stores(directory, names)
+async def latency_rounds(
+    directory: Path, sizes: list[int], names: list[str], scale: float, log: Any
+) -> dict[str, Any]:
+    """Build one session per store and size, then time every operation group, interleaved."""
     pool = Pool()
     latency: dict[str, dict[str, dict[str, dict[str, float]]]] = {op: {} for op in OPS}
-    source = item_source.conversation(seed=0)
-    current = 0
+    stores_by_size: dict[int, list[Store]] = {}
     try:
         for size in sizes:
-            while current < size:
-                batch = [next(source) for _ in range(min(20_000, size - current))]
+            stores = stores_by_size[size] = open_stores(directory / str(size), names)
+            source = item_source.conversation(seed=0)
+            for start in range(0, size, 20_000):
+                batch = [next(source) for _ in range(min(20_000, size - start))]
                 for store in stores:
                     await store.grow(batch)
-                current += len(batch)
-            for store in stores:
-                if store.count() != size:
-                    raise RuntimeError(f"{store.name} has {store.count()} items, expected {size}")
-            # The bulk writes skipped fsync: flush them now, or the kernel's writeback of
-            # ~50 MB would land in the middle of the durable stores' measurements.
-            os.sync()
-            log(f"size {size:,}: sessions built")
-            for group in (add_one_then_pop, get_twenty, add_hundred, get_everything, chat_turn):
-                reps = repetitions(group, size, scale)
-                started = time.monotonic()
-                samples = await interleaved(stores, group, pool, reps)
-                for op, by_store in samples.items():
-                    for name, values in by_store.items():
-                        latency[op].setdefault(name, {})[str(size)] = summarise(values)
-                log(f"size {size:,}: {group.__name__} x{reps} in {time.monotonic() - started:.1f}s")
-            for store in stores:
-                if store.count() != size:
-                    raise RuntimeError(f"{store.name} drifted to {store.count()} items at size {size}")
+        # The bulk writes skipped fsync: flush them now, or the kernel's writeback of
+        # ~200 MB would land in the middle of the durable stores' measurements.
+        os.sync()
+        check_sizes(stores_by_size)
+        log(f"built {len(names)} stores x {len(sizes)} sizes")
+        for group in (add_one_then_pop, get_twenty, add_hundred, get_everything, chat_turn):
+            reps = {size: repetitions(group, size, scale) for size in sizes}
+            started = time.monotonic()
+            samples = await interleaved(stores_by_size, group, pool, reps)
+            for (op, size, name), values in samples.items():
+                latency[op].setdefault(name, {})[str(size)] = summarise(values)
+            log(f"{group.__name__} x{list(reps.values())} in {time.monotonic() - started:.1f}s")
+        check_sizes(stores_by_size)  # every timed write was undone
     finally:
-        for store in stores:
-            store.close()
+        for stores in stores_by_size.values():
+            for store in stores:
+                store.close()
     return latency
+
+
+def check_sizes(stores_by_size: dict[int, list[Store]]) -> None:
+    for size, stores in stores_by_size.items():
+        for store in stores:
+            if store.count() != size:
+                raise RuntimeError(f"{store.name} has {store.count()} items, expected {size}")
 
 
 def ratios(latency: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
@@ -390,7 +403,7 @@ async def disk_per_10k(directory: Path) -> dict[str, int]:
     jsonl = JSONLSession("disk", directory / "disk", durable=False)
     sqlite_path = directory / "disk" / "disk.db"
     sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-    sqlite = SQLiteSession("disk", sqlite_path)
+    sqlite: Any = SQLiteSession("disk", sqlite_path)  # its items are typed; ours are plain dicts
     for start in range(0, len(batch_items), 100):
         await jsonl.add_items(batch_items[start : start + 100])
         await sqlite.add_items(batch_items[start : start + 100])
@@ -484,7 +497,9 @@ def live_tail(samples: int) -> dict[str, Any]:
         "import tail_latency\n"
         f"print(json.dumps(tail_latency.measure(samples={samples})))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
+    )
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or ["no output"]
         return {"error": lines[-1]}
@@ -511,25 +526,53 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
 
     def target(name: str, value: float | None, limit: float, unit: str = "x") -> None:
         targets.append(
-            {"target": name, "value": value, "limit": limit, "unit": unit,
-             "met": value is not None and value <= limit}
+            {
+                "target": name,
+                "value": value,
+                "limit": limit,
+                "unit": unit,
+                "met": None if value is None else value <= limit,
+            }
         )
 
     def worst(op: str, a: str, b: str) -> float:
         return max(median(lat, op, a, s) / median(lat, op, b, s) for s in sizes)
 
-    target("add_items 1 item, durable: JSONL / SQLite file (worst size)", worst("add_1", "jsonl", "sqlite-file"), 0.5)
-    target("add_items 1 item, fsync off: JSONL / raw floor (worst size)", worst("add_1", "jsonl-nofsync", "raw"), 4.0)
-    target(f"get_items(limit=20) at {int(big):,}: JSONL / itself at {int(small):,}",
-           median(lat, "get_20", "jsonl", int(big)) / median(lat, "get_20", "jsonl", int(small)), 1.5)
-    target(f"get_items(limit=20) at {int(big):,}: JSONL / SQLite file",
-           median(lat, "get_20", "jsonl", int(big)) / median(lat, "get_20", "sqlite-file", int(big)), 0.5)
-    target(f"get_items() at {int(big):,}: JSONL / SQLite file",
-           median(lat, "get_all", "jsonl", int(big)) / median(lat, "get_all", "sqlite-file", int(big)), 1 / 3)
-    target(f"pop_item at {int(big):,}: JSONL / itself at {int(small):,}",
-           median(lat, "pop", "jsonl", int(big)) / median(lat, "pop", "jsonl", int(small)), 1.5)
-    target(f"pop_item at {int(big):,}, durable: JSONL / SQLite file",
-           median(lat, "pop", "jsonl", int(big)) / median(lat, "pop", "sqlite-file", int(big)), 0.7)
+    target(
+        "add_items 1 item, durable: JSONL / SQLite file (worst size)",
+        worst("add_1", "jsonl", "sqlite-file"),
+        0.5,
+    )
+    target(
+        "add_items 1 item, fsync off: JSONL / raw floor (worst size)",
+        worst("add_1", "jsonl-nofsync", "raw"),
+        4.0,
+    )
+    target(
+        f"get_items(limit=20) at {int(big):,}: JSONL / itself at {int(small):,}",
+        median(lat, "get_20", "jsonl", int(big)) / median(lat, "get_20", "jsonl", int(small)),
+        1.5,
+    )
+    target(
+        f"get_items(limit=20) at {int(big):,}: JSONL / SQLite file",
+        median(lat, "get_20", "jsonl", int(big)) / median(lat, "get_20", "sqlite-file", int(big)),
+        0.5,
+    )
+    target(
+        f"get_items() at {int(big):,}: JSONL / SQLite file",
+        median(lat, "get_all", "jsonl", int(big)) / median(lat, "get_all", "sqlite-file", int(big)),
+        1 / 3,
+    )
+    target(
+        f"pop_item at {int(big):,}: JSONL / itself at {int(small):,}",
+        median(lat, "pop", "jsonl", int(big)) / median(lat, "pop", "jsonl", int(small)),
+        1.5,
+    )
+    target(
+        f"pop_item at {int(big):,}, durable: JSONL / SQLite file",
+        median(lat, "pop", "jsonl", int(big)) / median(lat, "pop", "sqlite-file", int(big)),
+        0.7,
+    )
     tail = results.get("tail", {})
     target("live tail p50", tail_percentile(tail, "p50"), 5.0, "ms")
     target("live tail p99", tail_percentile(tail, "p99"), 20.0, "ms")
@@ -551,10 +594,12 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
     lat = results["latency"]
     meta = results["meta"]
     out = [
-        f"Measured {meta['date']} on {meta['machine']} (Python {meta['python']}, SQLite "
-        f"{meta['sqlite']}, openai-agents {meta['agents']}, core at {meta['commit']}); "
-        f"load average {meta['load_before']} before, {meta['load_after']} after; "
-        f"the whole run took {meta['seconds']:.0f} s.",
+        (
+            f"Measured {meta['date']} on {meta['machine']} (Python {meta['python']}, SQLite "
+            f"{meta['sqlite']}, openai-agents {meta['agents']}, core at {meta['commit']}); "
+            f"load average {meta['load_before']} before, {meta['load_after']} after; "
+            f"the whole run took {meta['seconds']:.0f} s."
+        ),
         "",
         "Median (p99) per call; ratios are medians of the same interleaved run.",
         "",
@@ -566,10 +611,15 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
             cells = []
             for size in sizes:
                 stats = lat.get(op, {}).get(name, {}).get(str(size))
-                cells.append("–" if stats is None else f"{fmt_us(stats['median_us'])} ({fmt_us(stats['p99_us'])})")
+                cells.append(
+                    "–" if stats is None else f"{fmt_us(stats['median_us'])} ({fmt_us(stats['p99_us'])})"
+                )
             out.append(f"| {label} | {STORES[name]} | " + " | ".join(cells) + " |")
     out += ["", "Ratios of medians (lower is better for the first store):", ""]
-    out += ["| operation | ratio | " + " | ".join(f"{s:,}" for s in sizes) + " |", "|---|---|" + "---|" * len(sizes)]
+    out += [
+        "| operation | ratio | " + " | ".join(f"{s:,}" for s in sizes) + " |",
+        "|---|---|" + "---|" * len(sizes),
+    ]
     for op, label in OPS.items():
         for a, b in KEY_PAIRS:
             values = [results["ratios"].get(op, {}).get(str(s), {}).get(f"{a}/{b}") for s in sizes]
@@ -586,7 +636,7 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
             f"| get_items(limit=20) on a {memory['file_bytes'] / GIB:.2f} GiB session | "
             f"peak RSS {memory['read_maxrss_bytes'] / 1e6:.1f} MB vs {memory['baseline_maxrss_bytes'] / 1e6:.1f} MB "
             f"for a process that imports and opens it but does not read "
-            f"(+{memory['extra_peak_rss_bytes'] / 1e6:.2f} MB); tracemalloc peak "
+            f"({memory['extra_peak_rss_bytes'] / 1e6:+.2f} MB); tracemalloc peak "
             f"{memory['tracemalloc_peak_bytes'] / 1e3:.0f} kB |"
         )
     else:
@@ -594,7 +644,10 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
     tail = results.get("tail", {})
     if "sync" in tail and "async" in tail:
         for mode in ("sync", "async"):
-            for phase, words in (("active", "during a conversation"), ("after_idle", "first write after 1.3 s idle")):
+            for phase, words in (
+                ("active", "during a conversation"),
+                ("after_idle", "first write after 1.3 s idle"),
+            ):
                 f = tail[mode][phase]
                 out.append(
                     f"| live tail, `watch{'_sync' if mode == 'sync' else ''}()`, {words}: durable `add_items` "
@@ -605,9 +658,12 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
         out.append(f"| live tail | {tail.get('missing') or tail.get('error') or 'not measured'} |")
     out += ["", "| target | measured | limit | met |", "|---|---|---|---|"]
     for t in results["targets"]:
-        value = "–" if t["value"] is None else f"{t['value']:.2f}{' ' + t['unit'] if t['unit'] != 'x' else 'x'}"
+        value = (
+            "–" if t["value"] is None else f"{t['value']:.2f}{' ' + t['unit'] if t['unit'] != 'x' else 'x'}"
+        )
         limit = f"{t['limit']:.2f}{' ' + t['unit'] if t['unit'] != 'x' else 'x'}"
-        out.append(f"| {t['target']} | {value} | ≤ {limit} | {'yes' if t['met'] else '**no**'} |")
+        met = "not measured" if t["met"] is None else "yes" if t["met"] else "**no**"
+        out.append(f"| {t['target']} | {value} | ≤ {limit} | {met} |")
     return "\n".join(out) + "\n"
 
 
@@ -619,9 +675,12 @@ def plot(results: dict[str, Any], sizes: list[int], path: Path) -> None:
 
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5), sharex=True)
     styles = {
-        "jsonl": ("tab:blue", "o", "-"), "jsonl-nofsync": ("tab:blue", "o", "--"),
-        "sqlite-file": ("tab:red", "s", "-"), "sqlite-memory": ("tab:red", "s", "--"),
-        "raw-fsync": ("tab:gray", "^", "-"), "raw": ("tab:gray", "^", "--"),
+        "jsonl": ("tab:blue", "o", "-"),
+        "jsonl-nofsync": ("tab:blue", "o", "--"),
+        "sqlite-file": ("tab:red", "s", "-"),
+        "sqlite-memory": ("tab:red", "s", "--"),
+        "raw-fsync": ("tab:gray", "^", "-"),
+        "raw": ("tab:gray", "^", "--"),
     }
     for axis, (op, label) in zip(axes.flat, OPS.items()):
         for name in results["meta"]["stores"]:
@@ -630,8 +689,14 @@ def plot(results: dict[str, Any], sizes: list[int], path: Path) -> None:
             if not xs:
                 continue
             color, marker, line = styles[name]
-            axis.plot(xs, [by_size[str(s)]["median_us"] for s in xs], color=color, marker=marker,
-                      linestyle=line, label=STORES[name])
+            axis.plot(
+                xs,
+                [by_size[str(s)]["median_us"] for s in xs],
+                color=color,
+                marker=marker,
+                linestyle=line,
+                label=STORES[name],
+            )
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.set_title(label, fontsize=10)
@@ -654,10 +719,18 @@ def metadata(names: list[str]) -> dict[str, Any]:
     from importlib.metadata import version
 
     try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "jsonl_session"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "jsonl_session"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         commit += "+modified" if dirty else ""
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
@@ -676,12 +749,24 @@ def metadata(names: list[str]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke test: sizes 1,000 and 10,000, few repetitions")
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply every repetition count (default 1)")
-    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=None,
-                        help="comma-separated session sizes (default 1000,10000,100000)")
-    parser.add_argument("--scratch", type=Path, default=HERE / "output",
-                        help="where sessions are built (default benchmarks/output/)")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke test: sizes 1,000 and 10,000, few repetitions"
+    )
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="multiply every repetition count (default 1)"
+    )
+    parser.add_argument(
+        "--sizes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=None,
+        help="comma-separated session sizes (default 1000,10000,100000)",
+    )
+    parser.add_argument(
+        "--scratch",
+        type=Path,
+        default=HERE / "output",
+        help="where sessions are built (default benchmarks/output/)",
+    )
     parser.add_argument("--results", type=Path, default=HERE / "results", help="where results are written")
     parser.add_argument("--no-memory", action="store_true", help="skip the 1 GiB memory measurement")
     parser.add_argument("--tail-samples", type=int, default=300, help="live-tail samples (0 skips it)")
@@ -702,7 +787,9 @@ def main(argv: list[str] | None = None) -> int:
         log("disk size per 10,000 items measured")
         results["latency"] = asyncio.run(latency_rounds(scratch / "latency", sizes, names, scale, log))
         results["ratios"] = ratios(results["latency"])
-        results["memory_1gib"] = {"skipped": "--no-memory"} if args.no_memory else memory_on_big_session(scratch, log)
+        results["memory_1gib"] = (
+            {"skipped": "--no-memory"} if args.no_memory else memory_on_big_session(scratch, log)
+        )
         log("memory on a 1 GiB session measured")
         results["tail"] = live_tail(args.tail_samples) if args.tail_samples else {"missing": "skipped"}
         log("live tail measured")
