@@ -294,7 +294,7 @@ async def chat_turn(store: Store, pool: Pool, rep: int) -> Timings:
 def repetitions(group: Group, size: int, scale: float) -> int:
     """Enough samples for a stable median and p99, within the 10-minute budget."""
     if group in (get_everything, chat_turn):
-        base = {1_000: 200, 10_000: 40}.get(size, 11)
+        base = {1_000: 200, 10_000: 40}.get(size, 15)
     elif group is add_hundred:
         base = 200
     else:
