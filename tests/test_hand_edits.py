@@ -342,3 +342,15 @@ def test_new_sidecar_is_made_durable_before_the_session_is_cut(
     with pytest.warns(TornTailWarning):
         session.add_items_sync([{"c": 3}])
     assert events[:2] == [f"fsync-dir {session.path.parent.name}", "truncate"]
+
+
+@pytest.mark.parametrize("start", [100, 16 * 1024 - 18, 16 * 1024 - 9, 16 * 1024, 32 * 1024 - 1])
+def test_a_huge_integer_anywhere_in_a_large_file_is_read_exactly(session: JSONLSession, start: int) -> None:
+    """The long-number check works in overlapping 16 KiB pieces: a number that starts at
+    ``start`` (across a piece boundary, for some) must still be found and read exactly."""
+    first = b'{"p":"' + b"y" * (start - 14) + b'"}\n'  # 9 bytes of frame, then '{"n":' is 5 more
+    big = b'{"n":123456789012345678901234567890}\n'
+    filler = b'{"pad":"' + b"x" * 100 + b'"}\n'
+    write(session, first + big + filler * 400)
+    assert session.path.read_bytes().index(b"1234567890123") == start
+    assert session.get_items_sync()[1] == {"n": 123456789012345678901234567890}
