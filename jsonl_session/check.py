@@ -96,7 +96,7 @@ def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
     answers: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
     answer_types = {answer: call for call, answer in CALL_PAIRS.items()}
     complete = lines[:-1]
-    tail_item = _tail_item(lines[-1])
+    tail_item = storage.parse_item(lines[-1])
     numbered = list(enumerate(complete, 1))
     if tail_item is not None:
         numbered.append((len(lines), lines[-1]))
@@ -127,15 +127,8 @@ def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
     return problems
 
 
-def _tail_item(tail: bytes) -> Any:
-    """The item in a last line that has no newline, or None (empty or torn)."""
-    if codec.is_blank(tail) or storage.describe_bad_line(tail) is not None:
-        return None
-    return codec.decode_line(tail)
-
-
 def _torn_tail(path: Path, lines: list[bytes]) -> Problem | None:
     tail = lines[-1]
-    if codec.is_blank(tail) or _tail_item(tail) is not None:
+    if codec.is_blank(tail) or storage.parse_item(tail) is not None:
         return None
     return Problem(path, len(lines), f"torn tail: {len(tail)} bytes after the last newline", fixable=True)

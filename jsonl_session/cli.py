@@ -436,7 +436,7 @@ def _matching_items(
     if fd == MISSING:
         return
     try:
-        data = _read_bytes(fd).removeprefix(codec.BOM)
+        data = storage.read_range(fd, 0, handle.size).removeprefix(codec.BOM)
     finally:
         handle.release()
         handle.close()
@@ -453,14 +453,6 @@ def _matching_items(
             continue  # malformed lines and torn tails are `check`'s business, not grep's
         if isinstance(item, dict):
             yield number, item
-
-
-def _read_bytes(fd: int) -> bytes:
-    chunks, position = [], 0
-    while chunk := os.pread(fd, 1 << 30, position):
-        chunks.append(chunk)
-        position += len(chunk)
-    return b"".join(chunks)
 
 
 def _lines_containing(data: bytes, needle: bytes, ignore_case: bool) -> Iterator[tuple[int, bytes]]:

@@ -62,7 +62,7 @@ def append(fd: int, path: Path, payload: bytes, *, durable: bool, size: int | No
         size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) != b"\n":
         tail_offset, tail = _tail(fd, size)
-        if codec.is_blank(tail) or _parse_tail(tail) is not None:
+        if codec.is_blank(tail) or parse_item(tail) is not None:
             payload = b"\n" + payload  # a hand-edited last line without its newline
         else:
             size = _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
@@ -97,7 +97,7 @@ def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
         return None
     tail_offset, tail = _tail(fd, size)
     if not codec.is_blank(tail):
-        item = _parse_tail(tail)
+        item = parse_item(tail)
         if item is not None:
             _truncate(fd, tail_offset, durable=durable)
             return item
@@ -130,7 +130,7 @@ def repair_tail(fd: int, path: Path, *, durable: bool, size: int | None = None) 
     if not size or os.pread(fd, 1, size - 1) == b"\n":
         return None
     tail_offset, tail = _tail(fd, size)
-    if codec.is_blank(tail) or _parse_tail(tail) is not None:
+    if codec.is_blank(tail) or parse_item(tail) is not None:
         return None
     _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
     return tail
@@ -169,7 +169,7 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
 
 def read_all_lines(fd: int) -> list[bytes]:
     """Every line of the file, BOM stripped; the last element is what follows the last newline."""
-    data = _read_range(fd, 0, os.fstat(fd).st_size)
+    data = read_range(fd, 0, os.fstat(fd).st_size)
     data = data.removeprefix(codec.BOM)
     return data.split(b"\n")
 
@@ -182,7 +182,7 @@ def count_items(fd: int) -> int:
     lines = read_all_lines(fd)
     tail = lines.pop()
     count = sum(1 for line in lines if not codec.is_blank(line))
-    if not codec.is_blank(tail) and _parse_tail(tail) is not None:
+    if not codec.is_blank(tail) and parse_item(tail) is not None:
         count += 1
     return count
 
@@ -212,7 +212,7 @@ def describe_bad_line(line: bytes) -> str | None:
 
 
 def _read_all(fd: int, path: Path, size: int) -> list[Any]:
-    data = _read_range(fd, 0, size)
+    data = read_range(fd, 0, size)
     data = data.removeprefix(codec.BOM)
     loads = codec.decoder_for(data)
     lines = data.split(b"\n")
@@ -229,7 +229,7 @@ def _read_all(fd: int, path: Path, size: int) -> list[Any]:
         if items is None or (items and set(map(type, items)) != {dict}):
             items = _read_lines_carefully(lines, path, loads)
     if not codec.is_blank(tail):
-        item = _parse_tail(tail)
+        item = parse_item(tail)
         if item is not None:
             items.append(item)
     return items
@@ -265,14 +265,16 @@ def _decode(fd: int, path: Path, offset: int, line: bytes, decode: Any = codec.d
     raise MalformedLineError(path, problem or "invalid line", line_number(fd, offset))
 
 
-def _parse_tail(tail: bytes) -> Any:
-    """The item in the bytes after the last newline, or None if they are torn.
+def parse_item(line: bytes) -> Any:
+    """The item on ``line`` (a JSON object), or None: blank, torn, malformed or not an object.
 
-    Callers have already skipped a BOM at the file's start; one anywhere else makes the
-    bytes torn, not an item (after the next append's newline it would be a bad line).
+    Used for the bytes after the last newline (None there means a torn tail) and by the
+    watcher and ``check``. Callers have already skipped a BOM at the file's start; one
+    anywhere else makes the bytes torn, not an item (after the next append's newline it
+    would be a bad line).
     """
     try:
-        item = codec.decode_line(tail)
+        item = codec.decode_line(line)
     except ValueError:
         return None
     return item if type(item) is dict else None
@@ -322,7 +324,7 @@ def _truncate(fd: int, size: int, *, durable: bool) -> None:
     if not durable:
         os.ftruncate(fd, size)
         return
-    removed = _read_range(fd, size, os.fstat(fd).st_size)
+    removed = read_range(fd, size, os.fstat(fd).st_size)
     os.ftruncate(fd, size)
     try:
         _fdatasync(fd)
@@ -334,7 +336,8 @@ def _truncate(fd: int, size: int, *, durable: bool) -> None:
         raise
 
 
-def _read_range(fd: int, start: int, end: int) -> bytes:
+def read_range(fd: int, start: int, end: int) -> bytes:
+    """Bytes ``start:end`` of the file, in as many ``pread`` calls as the kernel needs."""
     chunks = []
     position = start
     while position < end:
@@ -378,7 +381,7 @@ def _newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes
             continue
         tail = lines.pop()
         tail_offset = size - len(tail)
-        tail_item = _parse_tail(tail) if not codec.is_blank(tail) else None
+        tail_item = parse_item(tail) if not codec.is_blank(tail) else None
         wanted = count - (tail_item is not None)
         complete = lines if at_file_start else lines[1:]  # the first piece may be cut
         picked: list[tuple[int, bytes]] = []

@@ -393,14 +393,14 @@ class _Tail:
         if end > size:
             return False
         length = end - start + (1 if end < size else 0)
-        data = _pread(fd, start, start + length)
+        data = storage.read_range(fd, start, start + length)
         if hash(data[: end - start]) != self._hashes[index]:
             return False
         return end == size or data[end - start :] == b"\n"
 
     def _scan(self, fd: int, resume: int, size: int) -> tuple[list[_Line], int]:
         """Split the bytes from ``resume`` to the end into lines; hold back a partial last line."""
-        data = _pread(fd, resume, size)
+        data = storage.read_range(fd, resume, size)
         base = resume
         if resume == 0 and data.startswith(codec.BOM):
             data = data[len(codec.BOM) :]
@@ -420,7 +420,7 @@ class _Tail:
         if tail and not codec.is_blank(tail):
             # A valid last line without its newline is an item (as for get_items); anything
             # else is a line still being written, or a torn tail: wait until it is complete.
-            item = _parse(tail)
+            item = storage.parse_item(tail)
             if item is not None:
                 lines.append(_Line(base + position, base + len(data), tail, item, True))
                 consumed = base + len(data)
@@ -431,7 +431,7 @@ class _Tail:
         with codec.gc_paused():
             for line in lines:
                 if not line.decoded:
-                    line.item = _parse(line.data)
+                    line.item = storage.parse_item(line.data)
                     if line.item is None:
                         problem = storage.describe_bad_line(line.data) or "not a valid item"
                         raise MalformedLineError(self.path, problem, storage.line_number(fd, line.start))
@@ -458,26 +458,6 @@ def _selected(lines: list[_Line], start: Start | None) -> list[_Line]:
     if start == "now":
         return []
     return lines[len(lines) - start :] if start else []
-
-
-def _parse(line: bytes) -> Any:
-    """The item on ``line``, or None if it is not a JSON object."""
-    try:
-        item = codec.decode_line(line)
-    except ValueError:
-        return None
-    return item if type(item) is dict else None
-
-
-def _pread(fd: int, start: int, end: int) -> bytes:
-    chunks = []
-    while start < end:
-        chunk = os.pread(fd, end - start, start)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        start += len(chunk)
-    return b"".join(chunks)
 
 
 # -- the sessions a watch follows: one, or every session in a folder -------------------------
