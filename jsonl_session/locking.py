@@ -26,6 +26,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import filelock
@@ -39,6 +40,14 @@ _READ_FLAGS = _OPEN_FLAGS | os.O_RDONLY
 # append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
 _FIRST_DELAY = 0.0002
 _MAX_DELAY = 0.005
+
+def backoff_delays() -> Iterator[float]:
+    """Waits between attempts on a lock held elsewhere: 0.2 ms, doubling up to 5 ms."""
+    delay = _FIRST_DELAY
+    while True:
+        yield delay
+        delay = min(delay * 2, _MAX_DELAY)
+
 
 BUSY = -1
 """Returned by :meth:`FileHandle.try_acquire` when the lock is held elsewhere."""
@@ -117,16 +126,15 @@ class FileHandle:
                 "session.rewrite()?); waiting for it would deadlock"
             )
         deadline = time.monotonic() + timeout
-        delay = _FIRST_DELAY
-        while True:
+        for delay in backoff_delays():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise LockTimeout(self.path, timeout)
+                break
             time.sleep(min(delay, remaining))
-            delay = min(delay * 2, _MAX_DELAY)
             fd = self.try_acquire(write=write, create=create)
             if fd != BUSY:
                 return fd
+        raise LockTimeout(self.path, timeout)
 
     async def acquire_async(self, *, write: bool, create: bool, timeout: float) -> int:
         """The asynchronous equivalent of :meth:`acquire`: waits with ``asyncio.sleep``.
@@ -138,16 +146,15 @@ class FileHandle:
         if fd != BUSY:
             return fd
         deadline = time.monotonic() + timeout
-        delay = _FIRST_DELAY
-        while True:
+        for delay in backoff_delays():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise LockTimeout(self.path, timeout)
+                break
             await asyncio.sleep(min(delay, remaining))
-            delay = min(delay * 2, _MAX_DELAY)
             fd = self.try_acquire(write=write, create=create)
             if fd != BUSY:
                 return fd
+        raise LockTimeout(self.path, timeout)
 
     def release(self, *, invalidate: bool = False) -> None:
         """Unlock. ``invalidate`` after replacing or deleting the file: the next call reopens."""

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from . import codec, storage
 from .errors import LockTimeout, MalformedLineError, UnsafePathError
-from .locking import BUSY, MISSING, FileHandle
+from .locking import BUSY, MISSING, FileHandle, backoff_delays
 from .naming import filename_for, id_for
 
 if TYPE_CHECKING:
@@ -93,8 +93,6 @@ TICK_SECONDS = 1.0
 """How often the file is checked even without an event (a safety net for lost events)."""
 _MISSING_DIRECTORY_CHECK = 0.1
 _DEBOUNCE_MS = 10  # only matters when many distinct files change at once (directory watch)
-_FIRST_LOCK_DELAY = 0.0002
-_MAX_LOCK_DELAY = 0.005
 
 
 class StopFlag(Protocol):
@@ -804,11 +802,10 @@ class _SyncWatch:
             self._notifier = _Notifier(follower, self._options)  # watch first, then read
             return follower.start(self._options.start)
         if follower.pending:  # another process holds a lock: retry shortly
-            delay = _FIRST_LOCK_DELAY
+            delays = backoff_delays()
             changes: list[Change] = []
             while follower.pending and not self._closing.is_set():
-                time.sleep(delay)
-                delay = min(delay * 2, _MAX_LOCK_DELAY)
+                time.sleep(next(delays))
                 changes.extend(follower.refresh(()))
             return changes
         assert self._notifier is not None
@@ -840,10 +837,9 @@ class _SyncWatch:
 def _drain(follower: _Follower) -> list[Change]:
     """Every change up to now, waiting (up to ``lock_timeout``) for locks held elsewhere."""
     changes = follower.tick(thorough=True)
-    delay = _FIRST_LOCK_DELAY
+    delays = backoff_delays()
     while follower.pending:
-        time.sleep(delay)
-        delay = min(delay * 2, _MAX_LOCK_DELAY)
+        time.sleep(next(delays))
         changes.extend(follower.refresh(()))
     return changes
 
@@ -1002,11 +998,10 @@ class _AsyncWatch:
             self._thread.start()
             return follower.start(self._options.start)
         if follower.pending:
-            delay = _FIRST_LOCK_DELAY
+            delays = backoff_delays()
             changes: list[Change] = []
             while follower.pending and not self._closing.is_set():
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _MAX_LOCK_DELAY)
+                await asyncio.sleep(next(delays))
                 changes.extend(follower.refresh(()))
             return changes
         assert self._wake is not None
@@ -1035,10 +1030,9 @@ class _AsyncWatch:
 
 async def _drain_async(follower: _Follower) -> list[Change]:
     changes = follower.tick(thorough=True)
-    delay = _FIRST_LOCK_DELAY
+    delays = backoff_delays()
     while follower.pending:
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, _MAX_LOCK_DELAY)
+        await asyncio.sleep(next(delays))
         changes.extend(follower.refresh(()))
     return changes
 
