@@ -22,7 +22,7 @@ from typing import Any
 
 from . import codec, storage
 from .errors import SessionFileError, TornTailWarning
-from .locking import MISSING, FileHandle
+from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 
 # A call item type -> the type of the item that answers it, matched on ``call_id``.
 CALL_PAIRS = {
@@ -55,7 +55,7 @@ class Problem:
         return f"{where}: {self.reason}"
 
 
-def check_file(path: str | Path, *, fix: bool = False, lock_timeout: float = 10.0) -> list[Problem]:
+def check_file(path: str | Path, *, fix: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[Problem]:
     """Every problem in one session file, read under its shared lock (exclusive with ``fix``).
 
     With ``fix=True`` a torn tail is moved to the sidecar and reported with ``fixed=True``.

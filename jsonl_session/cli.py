@@ -35,7 +35,7 @@ from . import codec, storage
 from .check import check_file
 from .directory import SessionDirectory
 from .errors import JSONLSessionError
-from .locking import MISSING, FileHandle
+from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .session import JSONLSession
 from .transcript import Style, label, render, text_of
 
@@ -643,8 +643,8 @@ def _common() -> argparse.ArgumentParser:
         help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
     )
     common.add_argument(
-        "--lock-timeout", type=float, default=10.0, metavar="SECONDS",
-        help="wait at most this long for another process's lock (default: 10)",
+        "--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="SECONDS",
+        help=f"wait at most this long for another process's lock (default: {DEFAULT_LOCK_TIMEOUT:g})",
     )
     return common
 

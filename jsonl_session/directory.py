@@ -12,9 +12,9 @@ from typing import Any
 
 from . import storage
 from .codec import encode_items
-from .locking import MISSING, FileHandle, fsync_directory
+from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, fsync_directory
 from .naming import id_for
-from .session import DEFAULT_DIRECTORY, DEFAULT_LOCK_TIMEOUT, JSONLSession, check_lock_timeout
+from .session import DEFAULT_DIRECTORY, JSONLSession, check_lock_timeout
 
 
 @dataclass(frozen=True)

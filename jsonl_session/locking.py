@@ -38,6 +38,8 @@ _WRITE_FLAGS = _OPEN_FLAGS | os.O_RDWR | os.O_APPEND
 _READ_FLAGS = _OPEN_FLAGS | os.O_RDONLY
 # Polling backoff while another process holds the lock: first retry after 0.2 ms (an
 # append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
+DEFAULT_LOCK_TIMEOUT = 10.0
+"""Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
 _FIRST_DELAY = 0.0002
 _MAX_DELAY = 0.005
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import storage
 from .codec import encode_items
-from .locking import MISSING, FileHandle
+from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .naming import TORN_SUFFIX, filename_for
 from .settings import coerce_settings
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
 
 DEFAULT_DIRECTORY = "sessions"
-DEFAULT_LOCK_TIMEOUT = 10.0
 
 
 class JSONLSession:

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from . import codec, storage
 from .errors import LockTimeout, MalformedLineError, UnsafePathError
-from .locking import BUSY, MISSING, FileHandle, backoff_delays
+from .locking import BUSY, DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, backoff_delays
 from .naming import filename_for, id_for
 
 if TYPE_CHECKING:
@@ -233,7 +233,7 @@ def watch_directory(
     poll_delay_ms: int = DEFAULT_POLL_DELAY_MS,
     step_ms: int = DEFAULT_STEP_MS,
     idle_step_ms: int = DEFAULT_IDLE_STEP_MS,
-    lock_timeout: float = 10.0,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> DirectoryWatch:
     """Follow every session in a folder: sessions appearing, changing and being deleted.
 
@@ -264,7 +264,7 @@ def watch_directory_sync(
     poll_delay_ms: int = DEFAULT_POLL_DELAY_MS,
     step_ms: int = DEFAULT_STEP_MS,
     idle_step_ms: int = DEFAULT_IDLE_STEP_MS,
-    lock_timeout: float = 10.0,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     raise_interrupt: bool = True,
 ) -> DirectoryWatchSync:
     """Blocking twin of :func:`watch_directory` (see :func:`watch_session_sync` for ``raise_interrupt``).
