@@ -21,10 +21,11 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -34,8 +35,9 @@ import orjson
 from . import codec, storage
 from .check import check_file
 from .directory import SessionDirectory
-from .errors import JSONLSessionError
+from .errors import InvalidBackendURL, InvalidSessionId, JSONLSessionError
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
+from .naming import id_for
 from .session import JSONLSession
 from .terminal import printable
 from .transcript import Style, heading, label, render, text_of
@@ -47,6 +49,10 @@ SNIPPET = 100
 
 class Failure(Exception):
     """The operation could not be done; the message is printed as one line and the exit code is 1."""
+
+
+class UsageError(Failure):
+    """The command line itself is wrong (a bad pattern, say): one line, exit code 2."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = _one_line_warning
         try:
             return int(args.handler(args))
+        except (UsageError, InvalidSessionId, InvalidBackendURL) as exc:  # typed wrong, not failed
+            _error(_message(exc))
+            return 2
         except (Failure, JSONLSessionError, OSError, ValueError) as exc:
             if isinstance(exc, BrokenPipeError):
                 return _quiet_broken_pipe()
@@ -89,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    if not os.path.isdir(args.dir):
+        raise Failure(f"{args.dir}: no such folder")
     infos = _directory(args).list()
     out = sys.stdout
     if args.json:
@@ -127,6 +138,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not args.follow:
+        raise UsageError("--timeout only applies to tail -f")
     if args.follow:
         return _follow(args, _open(args, args.id))
     session = _existing(args, args.id)
@@ -177,7 +190,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
     _existing(args, args.source)
     target = _directory(args).fork(args.source, args.target, at=args.at)
     count = len(target.get_items_sync())
-    _note(f"{args.target}: forked {count} item{_s(count)} from {args.source}")
+    short = f" (all it has; --at {args.at})" if args.at is not None and args.at > count else ""
+    _note(f"{args.target}: forked {count} item{_s(count)} from {args.source}{short}")
     return 0
 
 
@@ -212,7 +226,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_redact(args: argparse.Namespace) -> int:
     from .secrets import redact_session
 
-    findings = redact_session(_existing(args, args.id))
+    findings = redact_session(_session_named(args, args.id))
     for finding in findings:
         where = f"{finding.path}:{finding.line}"
         print(printable(f"{where}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]"))
@@ -251,7 +265,7 @@ def cmd_grep(args: argparse.Namespace) -> int:
     try:
         pattern = re.compile(args.pattern, flags)
     except re.error as exc:
-        raise Failure(f"bad pattern {args.pattern!r}: {exc}") from None
+        raise UsageError(f"bad pattern {args.pattern!r}: {exc}") from None
     needle = _byte_prefilter(args.pattern)
     style = _style(sys.stdout)
     ids = args.ids or _directory(args).ids()
@@ -344,16 +358,31 @@ def _existing(args: argparse.Namespace, session_id: str) -> JSONLSession:
     return session
 
 
+def _session_named(args: argparse.Namespace, name: str) -> JSONLSession:
+    """The session ``name`` means: an id in ``--dir``, or a file path like those ``check`` prints."""
+    if not _is_path(name):
+        return _existing(args, name)
+    path = Path(name)
+    session_id = id_for(path.name)
+    if session_id is None:
+        raise UsageError(f"{name}: not a session file (a session file is named <id>.jsonl)")
+    if not path.is_file():
+        raise Failure(f"{name}: no such file")
+    return JSONLSession(session_id, path.parent, lock_timeout=args.lock_timeout)
+
+
+def _is_path(name: str) -> bool:
+    """A path (as pre-commit passes, and as messages print), not an id: has a folder, or is a file."""
+    return name.endswith(".jsonl") and (os.sep in name or os.path.isfile(name))
+
+
 def _targets(args: argparse.Namespace, names: list[str]) -> list[Path]:
     """Session files named by id, or by path (as pre-commit passes them); all sessions if none."""
     if not names:
         return [_open(args, session_id).path for session_id in _directory(args).ids()]
     paths = []
     for name in names:
-        if name.endswith(".jsonl") and os.path.isfile(name):
-            paths.append(Path(name))
-        else:
-            paths.append(_existing(args, name).path)
+        paths.append(_session_named(args, name).path if _is_path(name) else _existing(args, name).path)
     return paths
 
 
@@ -375,9 +404,11 @@ def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
     so a script can tell appended items from pops and clears.
     """
     style = _style(sys.stdout)
+    limit = f" (up to {args.timeout:g} s)" if args.timeout is not None else ""
     if not session.path.is_file():
-        _note(f"{args.id}: no such session in {args.dir} yet; waiting for it")
-    with session.watch_sync(start=args.n, raise_interrupt=False) as changes:
+        _note(f"{args.id}: no such session in {args.dir} yet; waiting for it{limit}")
+    # Ctrl-C ends the watch (closed cleanly) and reaches main() as KeyboardInterrupt: exit 130.
+    with _stop_after(args.timeout) as stop, session.watch_sync(start=args.n, stop_event=stop) as changes:
         for change in changes:
             if args.json:
                 _json_line({"kind": change.kind, "count": change.count, "items": change.items})
@@ -391,7 +422,24 @@ def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
             else:  # cleared, deleted
                 print(style.dim(f"-- session {change.kind} --"))
             sys.stdout.flush()
+    if args.timeout is not None and not session.path.is_file():
+        raise Failure(f"{args.id}: still no such session after {args.timeout:g} s")
     return 0
+
+
+@contextmanager
+def _stop_after(seconds: float | None) -> Iterator[threading.Event]:
+    """An event set after ``seconds`` (never when None), for ``tail -f --timeout``."""
+    stop = threading.Event()
+    timer = threading.Timer(seconds, stop.set) if seconds is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        yield stop
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def _parse_items(data: bytes, source: str) -> list[Any]:
@@ -432,11 +480,8 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
             )
         else:
             print(printable(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}"))
-    if findings:
-        print(
-            f"{len(findings)} secret{_s(len(findings))} found; `{PROG} redact ID` replaces them",
-            file=sys.stderr,
-        )
+    summary = f"checked {len(paths)} file{_s(len(paths))}: {len(findings)} secret{_s(len(findings))}"
+    _note(summary + (f"; `{PROG} redact ID` replaces them" if findings else ""))
     return 1 if findings else 0
 
 
@@ -679,21 +724,36 @@ def _command(
     return parser
 
 
-def _common() -> argparse.ArgumentParser:
+def _common(*, defaults: bool = False) -> argparse.ArgumentParser:
+    """``--dir`` and ``--lock-timeout``, accepted before the command and after it.
+
+    Only the top-level parser has defaults: a command's own copy is SUPPRESSed unless given,
+    so ``jsonl-session --dir x ls`` keeps x, and ``ls --dir y`` (after the command) wins.
+    """
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--dir",
-        default=os.environ.get(DIR_ENV) or "sessions",
+        default=(os.environ.get(DIR_ENV) or "sessions") if defaults else argparse.SUPPRESS,
         help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
     )
     common.add_argument(
         "--lock-timeout",
-        type=float,
-        default=DEFAULT_LOCK_TIMEOUT,
+        type=_seconds,
+        default=DEFAULT_LOCK_TIMEOUT if defaults else argparse.SUPPRESS,
         metavar="SECONDS",
         help=f"wait at most this long for another process's lock (default: {DEFAULT_LOCK_TIMEOUT:g})",
     )
     return common
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
+    return value
 
 
 def _count(text: str) -> int:
@@ -714,6 +774,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Example:\n  {PROG} ls\n  {PROG} show convo_123 -n 5\n\n"
         f"Run `{PROG} COMMAND -h` for a command's options and an example.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[_common(defaults=True)],
     )
     parser.set_defaults(command=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -749,6 +810,12 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("id", help="session id")
     tail.add_argument("-n", type=_count, default=10, metavar="N", help="how many newest items (default 10)")
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing changes (Ctrl-C stops)")
+    tail.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="with -f: stop following after this long (exit 1 if the session never appeared)",
+    )
 
     add = _command(
         commands,
@@ -892,5 +959,7 @@ def build_parser() -> argparse.ArgumentParser:
         "replace API keys and tokens in a session, in place",
         f"{PROG} redact support-42",
     )
-    redact.add_argument("id", help="session id")
+    redact.add_argument(
+        "id", metavar="ID_OR_FILE", help="session id, or its .jsonl file (as check prints it)"
+    )
     return parser

@@ -257,7 +257,7 @@ def test_grep_prints_id_line_role_snippet_and_filters_by_role(sessions_dir: Path
     nothing = run(sessions_dir, "grep", "london")
     assert (nothing.code, nothing.out) == (1, "")
     bad = run(sessions_dir, "grep", "(")
-    assert bad.code == 1 and "bad pattern" in bad.err
+    assert bad.code == 2 and "bad pattern" in bad.err
 
 
 def test_dir_comes_from_the_environment_and_defaults_to_sessions(tmp_path: Path) -> None:

@@ -162,7 +162,7 @@ def test_backend_failures_are_one_line_errors(
         refused.err.startswith("jsonl-session: error: redis://:***@127.0.0.1:")
         and "hunter2" not in refused.err
     )
-    assert run(sessions_dir, "export", "convo", "--to", "chats.db").code == 1
+    assert run(sessions_dir, "export", "convo", "--to", "chats.db").code == 2  # not a URL: a usage mistake
 
     # An item this format cannot store exactly (a 70-bit integer) stops the import before any write.
     database = f"sqlite:///{tmp_path / 'odd.db'}"
