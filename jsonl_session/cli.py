@@ -6,6 +6,10 @@ line on stderr (``jsonl-session: error: ...``), never a traceback. Output meant 
 is JSON Lines (``--json``); colour is used only on a terminal and never when ``NO_COLOR``
 is set.
 
+Start-up is most of a short command's time, so modules only some commands need (asyncio,
+subprocess, tempfile, the checker, the backends) are imported inside those commands;
+``tests/test_startup.py`` keeps ``ls`` free of them.
+
 Example:
     $ jsonl-session ls
     $ jsonl-session show convo_123 -n 5
@@ -14,26 +18,19 @@ Example:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
-import shlex
-import subprocess
 import sys
-import tempfile
-import threading
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from . import codec, storage
-from .check import check_file
 from .directory import SessionDirectory
 from .errors import InvalidBackendURL, InvalidSessionId, JSONLSessionError
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
@@ -41,6 +38,9 @@ from .naming import id_for
 from .session import JSONLSession
 from .terminal import printable
 from .transcript import Style, heading, label, render, text_of
+
+if TYPE_CHECKING:
+    import threading
 
 PROG = "jsonl-session"
 DIR_ENV = "JSONL_SESSION_DIR"
@@ -196,6 +196,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .check import check_file
+
     paths = _targets(args, args.targets)
     if args.secrets:
         return _check_secrets(args, paths)
@@ -235,6 +237,10 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
+    import shlex
+    import subprocess
+    import tempfile
+
     session = _existing(args, args.id)
     editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
     # The session's write lock is held from reading the items until the file is replaced:
@@ -331,11 +337,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    import asyncio
+
     source = _existing(args, args.id)
     return asyncio.run(_copy_to_url(source, args.to, args.as_id or args.id))
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    import asyncio
+
     target = _open(args, args.as_id or args.id)
     return asyncio.run(_copy_from_url(args.url, args.id, target))
 
@@ -430,6 +440,8 @@ def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
 @contextmanager
 def _stop_after(seconds: float | None) -> Iterator[threading.Event]:
     """An event set after ``seconds`` (never when None), for ``tail -f --timeout``."""
+    import threading
+
     stop = threading.Event()
     timer = threading.Timer(seconds, stop.set) if seconds is not None else None
     if timer is not None:
@@ -601,11 +613,11 @@ async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
     return 0
 
 
-@dataclass
 class _Fetched:
     """Items already read from a backend, offered as a session to ``copy_session``."""
 
-    items: list[Any]
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         if limit is None:

@@ -19,7 +19,6 @@ append itself. Keeping it raises two races, both handled after the lock is taken
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import fcntl
 import os
@@ -28,8 +27,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
-import filelock
 
 from .errors import LockTimeout, UnsafePathError
 
@@ -148,6 +145,8 @@ class FileHandle:
         fd = self.try_acquire(write=write, create=create)
         if fd != BUSY:
             return fd
+        import asyncio  # here, not at the top: `jsonl-session ls` never needs it (tests/test_startup.py)
+
         deadline = time.monotonic() + timeout
         for delay in backoff_delays():
             remaining = deadline - time.monotonic()
@@ -317,6 +316,9 @@ def _explain_open_error(path: Path, exc: OSError) -> Exception:
 
 def _lock_nonblocking(fd: int, *, write: bool) -> bool:
     if write:
+        # Imported on first write lock, not at start-up: filelock loads logging, asyncio and more.
+        import filelock
+
         return filelock.lock_descriptor(fd, blocking=False)
     # filelock has no shared lock on a descriptor; readers use flock's LOCK_SH directly.
     try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import warnings
 from pathlib import Path
@@ -146,7 +145,7 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
     """
     repair_tail(fd, path, durable=durable)
     mode = os.fstat(fd).st_mode & 0o777
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    temp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
     temp_fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:

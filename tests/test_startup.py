@@ -1,0 +1,67 @@
+"""Start-up stays cheap: ``jsonl-session ls`` and ``import jsonl_session`` load only what they use.
+
+Most of a short command's time is imports. asyncio, filelock (and the logging, socket and
+ssl it pulls in), the file watcher, subprocess and tempfile are imported by the commands and
+functions that need them, not on the way to ``ls``. Speed itself is measured by
+``benchmarks/startup.py``; this test pins *what* is imported, which does not depend on load.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import cli_env
+
+from jsonl_session import JSONLSession
+
+NOT_FOR_LS = {
+    "asyncio",
+    "filelock",
+    "watchfiles",
+    "logging",
+    "socket",
+    "ssl",
+    "subprocess",
+    "tempfile",
+    "secrets",
+    "jsonl_session.watch",
+    "jsonl_session.check",
+    "jsonl_session.transfer",
+    "jsonl_session.secrets",
+}
+
+
+def imported_by(*args: str, cwd: Path) -> set[str]:
+    """Every module a real ``python -X importtime ...`` run imported (from its own report)."""
+    completed = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        check=True,
+    )
+    names = set()
+    for line in completed.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    assert "jsonl_session" in names or args[:2] == ("-c", "pass"), completed.stderr[-2000:]
+    return names
+
+
+@pytest.mark.parametrize("json", [False, True], ids=["text", "json"])
+def test_ls_imports_nothing_it_does_not_use(sessions_dir: Path, json: bool) -> None:
+    JSONLSession("convo", sessions_dir).add_items_sync([{"role": "user", "content": "hi"}])
+    args = ["-m", "jsonl_session", "ls", "--dir", str(sessions_dir)] + (["--json"] if json else [])
+    loaded = imported_by(*args, cwd=sessions_dir.parent)
+    assert "jsonl_session.directory" in loaded
+    assert not loaded & NOT_FOR_LS, sorted(loaded & NOT_FOR_LS)
+
+
+def test_importing_the_package_loads_only_its_errors(tmp_path: Path) -> None:
+    loaded = imported_by("-c", "import jsonl_session", cwd=tmp_path)
+    ours = {name for name in loaded if name.startswith("jsonl_session")}
+    assert ours == {"jsonl_session", "jsonl_session.errors"}
