@@ -2,11 +2,12 @@
 
 Usage (from the repository root, in a fresh venv):
 
-    .venv/bin/pip install -e '.[bench]' && .venv/bin/python benchmarks/run.py
+    .venv/bin/pip install -e '.[bench]' && .venv/bin/python benchmarks/run.py --update-results
 
 writes ``benchmarks/results/results.json`` (every number), ``results.md`` (the tables the
-README shows) and ``latency.png``. Scratch sessions go to ``benchmarks/output/`` (ignored
-by git) and are deleted at the end.
+README shows) and ``latency.png``; without ``--update-results`` (or with ``--out DIR``) they go
+to ``benchmarks/output/`` instead, and the committed results are left alone. Scratch
+sessions go to ``benchmarks/output/`` (ignored by git) and are deleted at the end.
 
 How it measures, so the ratios mean something on a shared 2-core machine:
 
@@ -49,6 +50,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 import items as item_source  # benchmarks/items.py
+import outputs  # benchmarks/outputs.py
 
 from jsonl_session import JSONLSession
 
@@ -792,7 +794,7 @@ def main(argv: list[str] | None = None) -> int:
         default=HERE / "output",
         help="where sessions are built (default benchmarks/output/)",
     )
-    parser.add_argument("--results", type=Path, default=HERE / "results", help="where results are written")
+    outputs.add_options(parser)
     parser.add_argument("--no-memory", action="store_true", help="skip the 1 GiB memory measurement")
     parser.add_argument("--tail-samples", type=int, default=300, help="live-tail samples (0 skips it)")
     args = parser.parse_args(argv)
@@ -823,11 +825,11 @@ def main(argv: list[str] | None = None) -> int:
     results["meta"]["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     results["meta"]["seconds"] = round(time.monotonic() - began, 1)
     results["targets"] = check_targets(results, sizes)
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
-    (args.results / "results.md").write_text(markdown(results, sizes), encoding="utf-8")
-    plot(results, sizes, args.results / "latency.png")
-    log(f"wrote {args.results}/results.json, results.md and latency.png")
+    folder = outputs.results_dir(args)
+    (folder / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    (folder / "results.md").write_text(markdown(results, sizes), encoding="utf-8")
+    plot(results, sizes, folder / "latency.png")
+    log(f"wrote {folder}/results.json, results.md and latency.png")
     print(markdown(results, sizes))
     return 0
 

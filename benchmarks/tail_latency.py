@@ -2,9 +2,10 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/tail_latency.py [--samples 300]
+    python benchmarks/tail_latency.py [--samples 300] [--update-results | --out DIR]
 
-prints the figures and writes ``benchmarks/results/tail_latency.json``. Takes about 40 s.
+prints the figures and writes ``tail_latency.json`` to ``benchmarks/output/`` (the committed
+``benchmarks/results/`` only with ``--update-results``). Takes about 40 s.
 
 What is measured:
 
@@ -46,10 +47,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import outputs  # benchmarks/outputs.py (this script's folder is on sys.path)
+
 from jsonl_session import JSONLSession
 from jsonl_session import watch as watch_module
 
-RESULTS = HERE / "results" / "tail_latency.json"
+RESULTS_NAME = "tail_latency.json"
 SCRATCH = HERE / "output"
 TARGETS = {"p50_ms": 5.0, "p99_ms": 20.0}
 COLD_GAP = watch_module.HOT_SECONDS + 0.3
@@ -282,12 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-samples", type=int, default=10, help="samples after idle (default 10)")
     parser.add_argument("--step-ms", type=int, default=watch_module.DEFAULT_STEP_MS)
     parser.add_argument("--idle-step-ms", type=int, default=watch_module.DEFAULT_IDLE_STEP_MS)
+    outputs.add_options(parser)
     args = parser.parse_args(argv)
     result = measure(args.samples, args.cold_samples, step_ms=args.step_ms, idle_step_ms=args.idle_step_ms)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    written = outputs.results_dir(args) / RESULTS_NAME
+    written.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(report(result))
-    print(f"written to {RESULTS.relative_to(HERE.parent)}")
+    print(f"written to {written}")
     return 0
 
 

@@ -28,8 +28,6 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import orjson
-
 from . import codec, storage
 from .directory import SessionDirectory
 from .errors import InvalidBackendURL, InvalidSessionId, JSONLSessionError
@@ -498,27 +496,31 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
 
 
 def _byte_prefilter(pattern: str) -> bytes | None:
-    """The bytes that every matching line must contain, or None to decode every line.
+    """Bytes that every line with a match must contain, or None to decode every line.
 
-    A plain ASCII literal (the usual search) appears in a JSON line exactly as in the text,
-    so the raw file can be searched with ``bytes.find`` and only the lines that contain it
-    decoded. A pattern with regex syntax, quotes, backslashes or non-ASCII could be hidden
-    behind JSON escapes, so those decode every line instead.
+    A plain ASCII literal appears in a JSON line exactly as in the text (orjson, ``json`` and
+    every writer we know escape only quotes, backslashes and control characters), so the raw
+    file can be searched with ``bytes.find`` and only the lines that contain it decoded.
+    Not eligible: regex syntax, quotes, backslashes, slashes (PHP writes ``\\/``) and non-ASCII,
+    which may hide behind escapes; ``:`` and ``,``, which a writer may follow with a space
+    that the searched text (arguments re-serialised compactly) does not have. Parts of a
+    message are joined with a space, so a pattern with spaces is pre-filtered on its longest
+    word only (a word cannot span two parts). ``tests/test_grep_prefilter.py`` pins each case.
     """
-    # Slashes too: JSON may escape them (PHP writes \/).
-    if (
-        pattern
-        and all(" " <= char <= "~" for char in pattern)
-        and not set(pattern) & set('.^$*+?{}[]\\|()"/')
-    ):
-        return pattern.encode()
-    return None
+    if not pattern or not all(" " <= char <= "~" for char in pattern):
+        return None
+    if set(pattern) & set('.^$*+?{}[]\\|()"/:,'):
+        return None
+    longest = max(pattern.split(" "), key=len)
+    return longest.encode() if longest else None
 
 
 def _matching_items(
     path: Path, needle: bytes | None, ignore_case: bool, lock_timeout: float
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, item)`` of each item whose line contains ``needle`` (every item without one)."""
+    import orjson
+
     handle = FileHandle(path)
     fd = handle.acquire(write=False, create=False, timeout=lock_timeout)
     if fd == MISSING:
@@ -673,6 +675,8 @@ def _style(stream: IO[str]) -> Style:
 
 
 def _json_line(value: Any) -> None:
+    import orjson  # not at the top: `ls` (text) never needs it, and start-up is most of its time
+
     sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
 
 

@@ -8,14 +8,31 @@ an unchanged conversation produces no git diff.
 from __future__ import annotations
 
 import gc
-import json
 import math
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from .errors import ItemNotStorableError
+
+if TYPE_CHECKING:
+    import orjson
+else:
+
+    class _OrjsonOnFirstUse:
+        """Stands in for orjson until first used, then puts the real module in its place.
+
+        orjson's import (it loads uuid, decimal, datetime, json...) costs about half a bare
+        interpreter's start-up, and ``jsonl-session ls`` only counts lines: it never needs it
+        (tests/test_startup.py). After the first use, calls go straight to the module.
+        """
+
+        def __getattr__(self, name: str) -> object:
+            import orjson as module
+
+            globals()["orjson"] = module
+            return getattr(module, name)
+
+    orjson = _OrjsonOnFirstUse()
 
 BOM = b"\xef\xbb\xbf"
 # orjson reads integers beyond 64 bits as floats, silently; lines with a run of 19+ digits
@@ -125,6 +142,8 @@ def _decode_exact(line: bytes) -> Any:
     (tests/corpus/*_with_long_number.jsonl).
     """
     try:
+        import json  # the slow, exact path (long numbers); most files never take it
+
         value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite)
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
     except RecursionError:

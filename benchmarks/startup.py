@@ -1,0 +1,87 @@
+"""Start-up: ``jsonl-session ls`` against a bare ``python -c pass``, in the same run.
+
+A short command's time is mostly interpreter start-up and imports. The target is ``ls``
+(20 small sessions) within 3x a bare interpreter; ``tests/test_startup.py`` pins *which*
+modules ``ls`` imports, this script measures the time. Runs are interleaved (each repetition
+runs every command) so load hits them alike; medians are reported.
+
+Run: ``python benchmarks/startup.py [--quick] [--update-results | --out DIR]``; writes
+``startup.json`` to ``benchmarks/output/``, or to the committed ``benchmarks/results/`` with
+``--update-results``. For where the rest goes: ``python -X importtime -m jsonl_session ls``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import outputs  # benchmarks/outputs.py (this script's folder is on sys.path)
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from jsonl_session import JSONLSession
+
+TARGET_RATIO = 3.0
+
+
+def timed(command: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def measure(folder: Path, runs: int) -> dict[str, float]:
+    cli = str(Path(sys.executable).with_name("jsonl-session"))
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "jsonl-session ls": [cli, "ls", "--dir", str(folder)],
+        "jsonl-session ls --json": [cli, "ls", "--json", "--dir", str(folder)],
+        "jsonl-session show ID -n 1": [cli, "show", "s0", "-n", "1", "--dir", str(folder)],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, command in commands.items():
+            times[name].append(timed(command, folder))
+    result = {name: statistics.median(values) for name, values in times.items()}
+    result["ls / python -c pass"] = result["jsonl-session ls"] / result["python -c pass"]
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Time jsonl-session ls against a bare python -c pass.",
+        epilog="Example:\n  python benchmarks/startup.py --quick",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke test: 5 runs")
+    parser.add_argument("--runs", type=int, default=41, help="repetitions per command (median; default 41)")
+    outputs.add_options(parser)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for n in range(20):
+            JSONLSession(f"s{n}", folder).add_items_sync(
+                [{"role": "user", "content": f"hello {i}"} for i in range(50)]
+            )
+        result: dict[str, object] = dict(measure(folder, 5 if args.quick else args.runs))
+    ratio = result["ls / python -c pass"]
+    assert isinstance(ratio, float)
+    result["target"] = {"ls within 3x python -c pass": ratio <= TARGET_RATIO, "quick": args.quick}
+    written = outputs.results_dir(args) / "startup.json"
+    written.write_text(json.dumps(result, indent=2) + "\n")
+    for name, value in result.items():
+        if isinstance(value, float):
+            print(f"{name:32} {value * 1000:8.1f} ms" if "/" not in name else f"{name:32} {value:8.2f}x")
+    print(f"written to {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
