@@ -7,7 +7,9 @@ Problems found, each with the file and the line it is on:
   Readers skip it; ``fix=True`` moves it to the ``.torn`` sidecar, as the next writer would;
 * git merge conflict markers (``<<<<<<<``, ``=======``, ``>>>>>>>``), named as such;
 * a ``function_call`` with no ``function_call_output`` for its ``call_id``, or an output
-  with no call: the model API rejects such a history on the next turn.
+  with no call: the model API rejects such a history on the next turn;
+* a fork whose source has diverged from the prefix recorded in its ``.lineage`` (see
+  ``lineage``), or whose lineage file is unreadable.
 
 Only torn tails are fixable here: every other repair means deciding what the conversation
 should say, which is a job for ``jsonl-session edit``.
@@ -87,7 +89,18 @@ def check_file(path: str | Path, *, fix: bool = False, lock_timeout: float = DEF
         handle.close()
     if torn is not None:
         problems.append(torn)
+    problems.extend(_lineage_problems(path, lock_timeout))
     return sorted(problems, key=lambda problem: problem.line or 0)
+
+
+def _lineage_problems(path: Path, lock_timeout: float) -> list[Problem]:
+    from .lineage import divergence
+
+    try:
+        reason = divergence(path, lock_timeout=lock_timeout)
+    except SessionFileError as exc:  # a broken .lineage, or a source with a bad line
+        return [Problem(exc.path, exc.line, exc.message)]
+    return [] if reason is None else [Problem(path, None, reason)]
 
 
 def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
