@@ -130,7 +130,14 @@ def print_usage(per_session: dict[str, dict[str, int]], overall: dict[str, int])
 
 
 def _row(totals: dict[str, int]) -> str:
-    return (
-        f"{totals['runs']:>5} {totals['requests']:>5} {totals['input_tokens']:>9} {totals['cached_tokens']:>9} "
-        f"{totals['output_tokens']:>9} {totals['reasoning_tokens']:>9} {totals['total_tokens']:>9}"
+    widths = {"runs": 5, "requests": 5}
+    names = (
+        "runs",
+        "requests",
+        "input_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "total_tokens",
     )
+    return " ".join(f"{totals[name]:>{widths.get(name, 9)}}" for name in names)

@@ -136,7 +136,7 @@ class SessionDirectory:
     def fork(
         self, source_id: str, target_id: str, *, at: int | None = None, at_turn: int | None = None
     ) -> JSONLSession:
-        """Copy the first ``at`` items, or the first ``at_turn`` whole turns (all when neither), to a new session.
+        """Copy the first ``at`` items, or the first ``at_turn`` whole turns (all when neither), to a new id.
 
         The new session's ``<file>.jsonl.lineage`` records the source, how many items were
         copied, their hash and when (see :attr:`JSONLSession.lineage`). To redo turn K,

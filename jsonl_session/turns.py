@@ -52,8 +52,10 @@ def is_user_message(item: Any) -> bool:
     """True for the message that opens a turn: ``role`` ``user``, no type or type ``message``.
 
     Example:
-        >>> is_user_message({"role": "user", "content": "hi"}), is_user_message({"type": "function_call_output"})
-        (True, False)
+        >>> is_user_message({"role": "user", "content": "hi"})
+        True
+        >>> is_user_message({"type": "function_call_output", "call_id": "c1", "output": "ok"})
+        False
     """
     return isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
 

@@ -140,7 +140,8 @@ def test_edit_keeps_the_lineage(sessions_dir: Path, tmp_path: Path) -> None:
     before = (sessions_dir / "trip-b.jsonl.lineage").read_bytes()
     editor = tmp_path / "editor.py"
     editor.write_text(
-        "import sys\np = sys.argv[1]\nlines = open(p).read().splitlines()\nopen(p, 'w').write(lines[0] + '\\n')\n"
+        "import sys\np = sys.argv[1]\nlines = open(p).read().splitlines()\n"
+        "open(p, 'w').write(lines[0] + '\\n')\n"
     )
     result = run(sessions_dir, "edit", "trip-b", env=cli_env(EDITOR=f"{sys.executable} {editor}"))
     assert result.code == 0, result.err
