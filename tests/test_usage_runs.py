@@ -12,6 +12,7 @@ import pytest
 from cli_helpers import run
 
 from jsonl_session import JSONLSession, SessionDirectory
+from jsonl_session.check import check_file
 
 agents = pytest.importorskip("agents")
 helpers = pytest.importorskip("history_helpers")
@@ -135,6 +136,7 @@ def test_a_paused_run_is_resumed_by_another_process(sessions_dir: Path) -> None:
     assert SessionDirectory(sessions_dir).list()[0].paused
     listing = run(sessions_dir, "ls")
     assert listing.out.splitlines()[1].endswith("paused (needs approval)")
+    assert check_file(session.path) == []  # the unanswered call waits for approval: not a problem
     saved = (sessions_dir / "refund.jsonl.run").read_bytes()
     assert saved.endswith(b"}\n") and json.loads(saved)["recorded"]["total_tokens"] == 110
 
@@ -182,3 +184,26 @@ def test_save_load_and_clear_run_state_explicitly(sessions_dir: Path) -> None:
     assert session.paused_run() is None
     with pytest.raises(TypeError, match="RunState"):
         session.save_run_state_sync(object())
+
+
+def test_the_history_example_pauses_and_a_second_process_approves(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "history.py"
+    folder = tmp_path / "sessions"
+
+    def example_run(*extra: str) -> str:
+        done = subprocess.run(
+            [sys.executable, str(example), str(folder), *extra],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert example_run() == "refund: paused, waiting for approval of ['refund']"
+    infos = {info.session_id: info for info in SessionDirectory(folder).list()}
+    assert infos["refund"].paused and infos["trip-rome"].forked_from == "trip" and infos["trip"].items == 12
+    assert example_run("--approve") == "refund: Order A-1042 has been refunded."
+    assert not SessionDirectory(folder).list()[0].paused
+    assert example_run().startswith("refund: paused")  # re-running starts over
