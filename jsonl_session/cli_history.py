@@ -12,7 +12,7 @@ from typing import Any
 
 from . import cli
 from .directory import SessionInfo
-from .transcript import shorten
+from .terminal import printable
 from .turns import is_user_message
 from .usage import COUNTERS
 
@@ -60,7 +60,7 @@ def show_turns(args: argparse.Namespace, session: Any) -> int:
         when = entry.get("at", "").replace("T", " ").rstrip("Z")
         tokens = f"{entry['total_tokens']} tok" if entry else ""
         span = f"{turn.start + 1}-{turn.end}"
-        print(f"{turn.index:>4}  items {span:<9} {when:<19}  {tokens:>10}  {turn.text}")
+        print(f"{turn.index:>4}  items {span:<9} {when:<19}  {tokens:>10}  {printable(turn.text)}")
     if not turns and not args.json:
         print(f"{args.id}: no turns (no user messages)", file=sys.stderr)
     return 0
@@ -94,7 +94,7 @@ def print_tree(infos: list[SessionInfo]) -> None:
                 extra.append("paused")
             if parent is None and info.forked_from is not None:
                 extra.append(f"fork of {info.forked_from} (gone)")
-            print(f"{prefix}{branch}{info.session_id}  ({', '.join(extra)})")
+            print(printable(f"{prefix}{branch}{info.session_id}  ({', '.join(extra)})"))
             if info.session_id not in seen:  # a hand-made cycle must not loop forever
                 inner = prefix if parent is None else prefix + ("    " if last else "│   ")
                 walk(info.session_id, inner, seen | {info.session_id})
@@ -118,13 +118,13 @@ def print_usage(per_session: dict[str, dict[str, int]], overall: dict[str, int])
     if not per_session:
         print("tokens: none recorded (session.record_usage(result) after each run)")
         return
-    width = max(5, *(len(session_id) for session_id in per_session))
+    width = max(5, *(len(printable(session_id)) for session_id in per_session))
     print(
         f"tokens:\n  {'ID':<{width}} {'RUNS':>5} {'REQS':>5} {'INPUT':>9} {'CACHED':>9} {'OUTPUT':>9} "
         f"{'REASON':>9} {'TOTAL':>9}"
     )
     for session_id, totals in sorted(per_session.items()):
-        print(f"  {shorten(session_id, width):<{width}} {_row(totals)}")
+        print(f"  {printable(session_id):<{width}} {_row(totals)}")
     if len(per_session) > 1:
         print(f"  {'total':<{width}} {_row(overall)}")
 

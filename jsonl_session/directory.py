@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import sidecars, storage
+from .errors import SessionNotFoundError
 from .lineage import new_lineage, read_lineage
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, fsync_directory
 from .naming import id_for
@@ -143,8 +144,8 @@ class SessionDirectory:
         fork ``at_turn=K - 1``.
 
         Raises:
-            FileExistsError: ``target_id`` already has items (nothing is overwritten).
-            FileNotFoundError: ``source_id`` does not exist.
+            SessionExistsError: ``target_id`` already has items (nothing is overwritten); a FileExistsError.
+            SessionNotFoundError: ``source_id`` does not exist; a FileNotFoundError.
 
         Example:
             >>> store.fork("convo_123", "convo_123-retry", at_turn=2).lineage.items   # doctest: +SKIP
@@ -158,7 +159,7 @@ class SessionDirectory:
         source = self.open(source_id)
         target = self.open(target_id)
         if not source.path.is_file():
-            raise FileNotFoundError(f"{source.path}: no such session")
+            raise SessionNotFoundError(source.path, "no such session")
         items = source._all_items()
         if at is not None:
             items = items[:at]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import runs, sidecars, storage
 from .codec import encode_items
+from .errors import SessionExistsError
 from .lineage import Lineage, read_lineage
 from .locking import MISSING, FileHandle
 from .turns import Turn, rewind, split_turns
@@ -236,14 +237,14 @@ class SessionFeatures:
         that describes items which are not there.
 
         Raises:
-            FileExistsError: this session already has items (nothing is overwritten).
+            SessionExistsError: this session already has items (nothing is overwritten).
         """
         payload = encode_items(items)
         fd = self._lock(write=True, create=True)
         replaced = False
         try:
             if storage.read_items(fd, self.path, 1, size=self._handle.size):
-                raise FileExistsError(f"{self.path}: session already exists; not overwriting it")
+                raise SessionExistsError(self.path, "session already exists; not overwriting it")
             storage.replace(fd, self.path, payload, durable=self.durable)
             replaced = True
             path = sidecars.sidecar(self.path, sidecars.LINEAGE)
