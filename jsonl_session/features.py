@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import runs, sidecars, storage
 from .codec import encode_items
-from .errors import SessionExistsError
+from .errors import SessionExistsError, SessionNotFoundError
 from .lineage import Lineage, read_lineage
 from .locking import MISSING, FileHandle
 from .turns import Turn, rewind, split_turns
@@ -94,7 +94,7 @@ class SessionFeatures:
         """
         fd = self._lock(write=True, create=False)
         if fd == MISSING:
-            raise FileNotFoundError(f"{self.path}: no such session; record usage after a run that used it")
+            raise SessionNotFoundError(self.path, "no such session; record usage after a run that used it")
         try:
             items = storage.read_items(fd, self.path, size=self._handle.size)
             all_turns = split_turns(items)
@@ -176,7 +176,7 @@ class SessionFeatures:
         state = runs.as_state(state)
         fd = self._lock(write=True, create=False)
         if fd == MISSING:
-            raise FileNotFoundError(f"{self.path}: no such session; save the state of a run that used it")
+            raise SessionNotFoundError(self.path, "no such session; save the state of a run that used it")
         try:
             envelope = runs.read(self.path)
             recorded = envelope.get("recorded") if envelope is not None else None
