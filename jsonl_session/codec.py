@@ -12,27 +12,13 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ._lazy import OnFirstUse
 from .errors import ItemNotStorableError
 
 if TYPE_CHECKING:
     import orjson
-else:
-
-    class _OrjsonOnFirstUse:
-        """Stands in for orjson until first used, then puts the real module in its place.
-
-        orjson's import (it loads uuid, decimal, datetime, json...) costs about half a bare
-        interpreter's start-up, and ``jsonl-session ls`` only counts lines: it never needs it
-        (tests/test_startup.py). After the first use, calls go straight to the module.
-        """
-
-        def __getattr__(self, name: str) -> object:
-            import orjson as module
-
-            globals()["orjson"] = module
-            return getattr(module, name)
-
-    orjson = _OrjsonOnFirstUse()
+else:  # imported on first use: `jsonl-session ls` only counts lines (see _lazy.py)
+    orjson = OnFirstUse("orjson", globals())
 
 BOM = b"\xef\xbb\xbf"
 # orjson reads integers beyond 64 bits as floats, silently; lines with a run of 19+ digits

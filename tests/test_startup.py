@@ -2,8 +2,9 @@
 
 Most of a short command's time is imports. asyncio, filelock (and the logging, socket and
 ssl it pulls in), the file watcher, subprocess and tempfile are imported by the commands and
-functions that need them, not on the way to ``ls``; orjson waits for the first decode. Speed itself is measured by
-``benchmarks/startup.py``; this test pins *what* is imported, which does not depend on load.
+functions that need them, not on the way to ``ls``; orjson waits for the first decode.
+Speed itself is measured by ``benchmarks/startup.py``; this test pins *what* is imported,
+which does not depend on load.
 """
 
 from __future__ import annotations

@@ -1,0 +1,32 @@
+"""A module imported on first use, for start-up: ``jsonl-session ls`` should not pay for it.
+
+orjson's import (it loads uuid, decimal, datetime, json...) costs about half a bare
+interpreter's start-up, asyncio more than that; ``ls`` only counts lines and needs neither
+(``tests/test_startup.py``). A module-level stand-in replaces itself with the real module the
+first time an attribute is read, so later calls cost exactly what they did before.
+
+Example:
+    >>> orjson = OnFirstUse("orjson", globals())
+    >>> orjson.dumps([1])   # imports orjson, and `orjson` is now the module itself
+    b'[1]'
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+
+class OnFirstUse:
+    """Stands in for module ``name`` in ``namespace`` (a module's ``globals()``) until first used."""
+
+    def __init__(self, name: str, namespace: dict[str, Any]) -> None:
+        self._name = name
+        self._namespace = namespace
+
+    def __getattr__(self, attribute: str) -> Any:
+        module = import_module(self._name)
+        for key, value in list(self._namespace.items()):
+            if value is self:
+                self._namespace[key] = module
+        return getattr(module, attribute)
