@@ -3,6 +3,7 @@
 Run it from the repository root::
 
     python examples/follow.py            # both at once: follows a writer it starts itself, then ends
+                                         # (and deletes sessions/follow-demo.jsonl: nothing left behind)
 
 or in two terminals::
 
@@ -25,7 +26,8 @@ import sys
 import threading
 from typing import Any
 
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, SessionDirectory
+from jsonl_session.session import DEFAULT_DIRECTORY
 from jsonl_session.watch import Change, apply
 
 SESSION_ID = "follow-demo"  # ./sessions/follow-demo.jsonl
@@ -157,6 +159,7 @@ def both() -> int:
 
     items = follow(stop, on_ready=start_writer)  # after stop: delivers what is written, then ends
     on_disk = JSONLSession(SESSION_ID).get_items_sync()
+    SessionDirectory(DEFAULT_DIRECTORY).delete(SESSION_ID)  # a demo: leave no file in the checkout
     if items != on_disk:
         print("follower: MISMATCH between the rebuilt list and the file", file=sys.stderr)
         return 1

@@ -1,11 +1,17 @@
 """The benchmark compares like with like: every store returns the same items, and timing leaves no trace.
 
+Running a benchmark never overwrites the committed results in ``benchmarks/results/`` unless
+asked (``--update-results`` or ``--out``).
+
 Speed itself is measured by ``benchmarks/run.py``, never asserted here.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +23,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.append(str(BENCHMARKS))  # after everything else: shadows nothing
 
 import items as item_source  # benchmarks/items.py
+import outputs  # benchmarks/outputs.py
 import run  # benchmarks/run.py
 
 
@@ -72,3 +79,47 @@ def test_targets_report_a_missing_measurement_as_not_measured() -> None:
     assert targets["live tail p50 (worse of watch / watch_sync)"]["met"] is None
     assert targets["get_items(limit=20) at 100,000: JSONL / SQLite file"]["value"] == 1.0
     assert targets["get_items(limit=20) at 100,000: JSONL / SQLite file"]["met"] is False
+
+
+SCRIPTS = ["run.py", "tail_latency.py", "grep_vs_jq.py", "startup.py"]
+
+
+def digests(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_benchmark_prints_help_with_the_output_options(script: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "-h"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--update-results" in done.stdout and "--out DIR" in done.stdout
+
+
+def test_results_go_to_scratch_unless_asked(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    outputs.add_options(parser)
+    assert outputs.results_dir(parser.parse_args([])) == BENCHMARKS / "output"
+    assert outputs.results_dir(parser.parse_args(["--update-results"])) == BENCHMARKS / "results"
+    assert outputs.results_dir(parser.parse_args(["--out", str(tmp_path / "mine")])) == tmp_path / "mine"
+
+
+@pytest.mark.parametrize("script", ["grep_vs_jq.py", "startup.py"])
+def test_a_quick_run_leaves_the_committed_results_alone(script: str, tmp_path: Path) -> None:
+    if script == "grep_vs_jq.py" and not (shutil.which("grep") and shutil.which("jq")):
+        pytest.skip("grep_vs_jq.py needs grep and jq")
+    committed = digests(BENCHMARKS / "results")
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--quick"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert digests(BENCHMARKS / "results") == committed
+    written = done.stdout.strip().splitlines()[-1].removeprefix("written to ")
+    assert Path(written).parent == BENCHMARKS / "output" and Path(written).is_file()

@@ -69,3 +69,18 @@ def test_fixture_example_passes_and_leaves_the_committed_files_untouched() -> No
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"\b3 passed\b", result.stdout), result.stdout
     assert [digest(path) for path in committed] == before
+
+
+def test_follow_runs_offline_and_leaves_nothing_untracked(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    result = run_example("follow.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "the list rebuilt from the changes equals the file" in result.stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert status.stdout == ""
