@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -757,12 +758,18 @@ def _command(
         description=summary,
         epilog="Example:\n" + "\n".join(f"  {line}" for line in example.splitlines()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[_common()],
+        parents=[_command_common()],
     )
     parser.set_defaults(handler=handler)
     if json:
         parser.add_argument("--json", action="store_true", help="machine-readable output: JSON Lines")
     return parser
+
+
+@functools.cache
+def _command_common() -> argparse.ArgumentParser:
+    """One shared parent for every command (building a parser per command costs start-up)."""
+    return _common()
 
 
 def _common(*, defaults: bool = False) -> argparse.ArgumentParser:
