@@ -163,3 +163,26 @@ def _lines(items: list[dict[str, Any]]) -> bytes:
 
 def read_items(path: Path) -> list[Any]:
     return JSONLSession(path.name[: -len(".jsonl")], path.parent).get_items_sync()
+
+
+class Stepper:
+    """A follower stepped by hand: each ``catch_up()`` is one wake-up, with no waiting on events."""
+
+    def __init__(self, session: JSONLSession, start: Any = "all") -> None:
+        from jsonl_session.watch import _Tail
+
+        self.tail = _Tail(session.path, session.session_id)
+        self.tail.start = start
+        self.items: list[Any] = []
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        from jsonl_session.watch import apply
+
+        changes = self.tail.poll()
+        assert changes is not None, "nobody holds the lock, so a wake-up must read the file"
+        for change in changes:
+            apply(change, self.items)
+
+    def close(self) -> None:
+        self.tail.close()
