@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonl_session import JSONLSession
+from jsonl_session.watch import Change, apply, watch_session_sync
 
 SPAWN = multiprocessing.get_context("spawn")
 WAIT = 30.0  # seconds: generous bound on any single wait; a bug fails the test instead of hanging it
@@ -166,23 +167,21 @@ def read_items(path: Path) -> list[Any]:
 
 
 class Stepper:
-    """A follower stepped by hand: each ``catch_up()`` is one wake-up, with no waiting on events."""
+    """A follower stepped by hand: each ``catch_up()`` is one wake-up, with no waiting on events.
+
+    It is the blocking watcher itself (``watch_sync``), asked to look now instead of waiting.
+    """
 
     def __init__(self, session: JSONLSession, start: Any = "all") -> None:
-        from jsonl_session.watch import _Tail
-
-        self.tail = _Tail(session.path, session.session_id)
-        self.tail.start = start
+        self.watch = watch_session_sync(session, start=start)
         self.items: list[Any] = []
         self.catch_up()
 
-    def catch_up(self) -> None:
-        from jsonl_session.watch import apply
-
-        changes = self.tail.poll()
-        assert changes is not None, "nobody holds the lock, so a wake-up must read the file"
+    def catch_up(self) -> list[Change]:
+        changes = self.watch.catch_up()
         for change in changes:
             apply(change, self.items)
+        return changes
 
     def close(self) -> None:
-        self.tail.close()
+        self.watch.close()
