@@ -9,8 +9,11 @@ whose new file gets the old inode number back, and ``start=n`` with fewer than n
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -173,3 +176,20 @@ def test_start_n_replays_the_newest_n_for_every_n(session: JSONLSession, length:
     session.add_items_sync([D])
     stepper.catch_up()
     assert stepper.items == [*newest, D]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6, 20])  # len = 3: 1, len-1, len, len+1, 2*len, more
+def test_cli_tail_n_follow_replays_the_newest_n(sessions_dir: Path, n: int) -> None:
+    items = [{"n": number} for number in range(3)]
+    JSONLSession("live", sessions_dir).add_items_sync(items)
+    command = [sys.executable, "-m", "jsonl_session", "tail", "live", "-n", str(n), "-f", "--json"]
+    process = subprocess.Popen(
+        [*command, "--dir", str(sessions_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        first = json.loads(process.stdout.readline())  # the replay, then it follows
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+    assert first == {"kind": "appended", "count": min(n, 3), "items": items[max(0, 3 - n) :]}

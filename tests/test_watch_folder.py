@@ -110,7 +110,7 @@ def test_an_unreadable_session_is_reported_and_the_others_followed(open_folder: 
                 second = [(c.session_id, c.kind) for c in watch.catch_up()]
             os.write(write_end, json.dumps([first, second]).encode())
             code = 0
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001  (reported to the parent, which fails the test)
             os.write(write_end, json.dumps(repr(exc)).encode())
         finally:
             os._exit(code)

@@ -59,6 +59,8 @@ class Delivery:
         assert self._wakeups is not None
         wake = self._wakeups.wait(self.stop)
         if wake == "tick":
+            return follower.tick(periodic=True)
+        if wake == "recheck":
             return follower.tick()
         if wake == "signal":
             raise KeyboardInterrupt

@@ -25,6 +25,9 @@ from ..naming import filename_for, id_for
 from .changes import Change
 from .engine import FileState, Seen, Start
 
+TICK_SESSIONS = 100
+"""Sessions a folder watch's periodic tick looks at per second, on average (see ``Follower.tick``)."""
+
 
 class FileTail:
     """One followed file: its engine state, and a look at the file under the shared lock."""
@@ -80,6 +83,7 @@ class Follower:
         self.only = filename_for(session_id) if session_id is not None else None
         self.tails: dict[str, FileTail] = {}
         self.pending: dict[str, float] = {}  # file name -> when we started waiting for its lock
+        self._ticks = 0
         if session_id is not None and self.only is not None:
             self.tails[self.only] = FileTail(directory / self.only, session_id)
 
@@ -109,10 +113,18 @@ class Follower:
             changes.extend(self._poll(name))
         return changes
 
-    def tick(self, *, thorough: bool = False) -> list[Change]:
-        """The safety net: look at every file without an event (``thorough``: read them all)."""
+    def tick(self, *, thorough: bool = False, periodic: bool = False) -> list[Change]:
+        """The safety net: look at every file without an event (``thorough``: read them all).
+
+        ``periodic`` (the once-a-second tick): a folder of many sessions is looked at only
+        every ``len(sessions) / TICK_SESSIONS`` ticks, so a folder watch idles at about the
+        cost of a single-session watch (events, not ticks, bring changes; ticks are for lost events).
+        """
         if self.only is not None:
             return self.refresh([self.only])
+        self._ticks += 1
+        if periodic and self._ticks % max(1, len(self.tails) // TICK_SESSIONS):
+            return self.refresh(())
         present = set(self._listdir())
         names = present - set(self.tails)  # new sessions
         for name, tail in self.tails.items():

@@ -9,8 +9,8 @@ a wake-up of a thread that takes the GIL). A step is fixed for the life of a
 
 Events are only hints: what changed is always worked out from the files. So events lost
 in the moment between two generators are harmless: right after each swap the files are
-looked at again (a ``"tick"``, as soon as the new generator first hands back control), and
-every ``TICK_SECONDS`` anyway.
+looked at again (a ``"recheck"``, as soon as the new generator first hands back control),
+and at every ``"tick"`` (``TICK_SECONDS``) anyway.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .options import HOT_SECONDS, TICK_SECONDS, StopFlag, WatchOptions
 if TYPE_CHECKING:
     import watchfiles
 
-Wake = set[str] | Literal["tick", "stop", "signal"]
+Wake = set[str] | Literal["tick", "recheck", "stop", "signal"]
 _DEBOUNCE_MS = 10  # only matters when many distinct files change at once (folder watch)
 _HOT_TIMEOUT_MS = 5  # how soon a hot generator hands back control when nothing happens
 _IDLE_TIMEOUT_MS = 50
@@ -51,6 +51,7 @@ class Wakeups:
         self._generator_hot = False
         self._hot_until = 0.0
         self._next_tick = time.monotonic() + self.tick_seconds
+        self._recheck_at = 0.0
         self._identity = _identity(directory)
 
     def wait(self, stop: StopFlag) -> Wake:
@@ -61,6 +62,9 @@ class Wakeups:
                 self._next_tick = now + self.tick_seconds
                 self._check_directory()
                 return "tick"
+            if self._recheck_at and now >= self._recheck_at:
+                self._recheck_at = 0.0
+                return "recheck"
             if self._identity is None:  # the folder does not exist (yet)
                 if _sleep_unless(stop, min(_MISSING_FOLDER_CHECK, self._next_tick - now), self.idle_step_ms):
                     return "stop"
@@ -117,7 +121,7 @@ class Wakeups:
         )
         # Events between the old generator and the new one are not seen: look at the files
         # once the new one first hands back control (``rust_timeout`` bounds that).
-        self._next_tick = min(self._next_tick, time.monotonic() + timeout / 1000)
+        self._recheck_at = time.monotonic() + timeout / 1000
 
     def _fall_back(self, exc: BaseException) -> None:
         """No events here (e.g. the inotify watch limit is reached): poll instead of failing."""
