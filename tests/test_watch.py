@@ -1,8 +1,8 @@
 """How a watch turns what happened to a file into changes (deterministic: no waiting on events).
 
-Each test changes a real file, then asks the watcher's view of that file (``FileTail``) to catch
-up, exactly as a wake-up does (``FileTail``: one file's engine state, read under the lock). The live tests in test_watch_live.py cover wake-ups, processes
-and stopping.
+Each test changes a real file, then asks the watcher's view of that file (``FileTail``: one
+file's engine state, read under the lock) to catch up, exactly as a wake-up does. The live
+tests in test_watch_live.py cover wake-ups, processes and stopping.
 """
 
 from __future__ import annotations
