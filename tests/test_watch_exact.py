@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
-from watch_helpers import Stepper
+from watch_helpers import SPAWN, WAIT, Stepper, racing_writer, running
 
 from jsonl_session import JSONLSession
 from jsonl_session.codec import encode_items
@@ -193,3 +194,34 @@ def test_cli_tail_n_follow_replays_the_newest_n(sessions_dir: Path, n: int) -> N
         process.terminate()
         process.communicate(timeout=60)
     assert first == {"kind": "appended", "count": min(n, 3), "items": items[max(0, 3 - n) :]}
+
+
+def test_writer_processes_racing_a_follower_match_it_at_every_checkpoint(sessions_dir: Path) -> None:
+    # Three processes pop, clear, rewrite, replace, delete and append at once while the
+    # follower catches up as fast as it can; whenever they all stand still, it must match.
+    writers, rounds = 3, 8
+    session = JSONLSession("race", sessions_dir, durable=False)
+    arrived = [SPAWN.Event() for _ in range(writers)]
+    go = [SPAWN.Event() for _ in range(rounds)]
+    stepper = Stepper(session)
+    with ExitStack() as stack:
+        processes = [
+            stack.enter_context(running(racing_writer, str(sessions_dir), n, rounds, arrived[n], go))
+            for n in range(writers)
+        ]
+        for round_number in range(rounds):
+            polls = 0
+            while not all(event.is_set() for event in arrived):
+                stepper.catch_up()  # racing the writers
+                polls += 1
+                if polls > 200_000:
+                    raise AssertionError("the writers never reached the checkpoint")
+            stepper.catch_up()
+            assert stepper.items == session.get_items_sync(), f"checkpoint {round_number}"
+            for event in arrived:
+                event.clear()
+            go[round_number].set()
+        for process in processes:
+            process.join(WAIT)
+    assert [process.exitcode for process in processes] == [0] * writers
+    stepper.close()

@@ -185,3 +185,36 @@ class Stepper:
 
     def close(self) -> None:
         self.watch.close()
+
+
+def racing_writer(directory: str, writer: int, rounds: int, arrived: Any, go: list[Any]) -> None:
+    """Random library operations, ``rounds`` times; after each round wait at the checkpoint.
+
+    ``arrived`` is set when this writer has finished a round (it then writes nothing);
+    the test clears it and sets ``go[round]`` to start the next one.
+    """
+    import random
+
+    rng = random.Random(writer)
+    session = JSONLSession("race", directory, durable=False)
+    pool = [{"n": n} for n in range(4)] + [{"writer": writer}]
+    for round_number in range(rounds):
+        for _ in range(rng.randint(5, 40)):
+            op = rng.random()
+            if op < 0.55:
+                session.add_items_sync(rng.choices(pool, k=rng.randint(1, 3)))
+            elif op < 0.75:
+                session.pop_item_sync()
+            elif op < 0.8:
+                session.clear_session_sync()
+            elif op < 0.9:
+                session.replace_items_sync(rng.choices(pool, k=rng.randint(0, 4)))
+            elif op < 0.97:
+                with session.rewrite() as draft:
+                    draft.items = draft.items[: rng.randint(0, 3)] + rng.choices(pool, k=rng.randint(0, 2))
+            else:
+                session.path.unlink(missing_ok=True)
+        arrived.set()
+        if not go[round_number].wait(WAIT):
+            raise SystemExit("never told to go on")
+    session.close()
