@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 
 NAME = "user.jsonl_session.mark"
 SIZE = 16
@@ -46,7 +45,7 @@ def read(fd: int) -> bytes | None:
 
 def new_file(fd: int) -> None:
     """Give a new file (or one without a mark) a fresh file id and generation."""
-    _write(fd, secrets.token_bytes(SIZE))
+    _write(fd, os.urandom(SIZE))
 
 
 def ensure(fd: int) -> None:
@@ -58,8 +57,8 @@ def ensure(fd: int) -> None:
 def bump(fd: int) -> None:
     """Record a change other than an append (pop, clear): same file id, new generation."""
     current = read(fd)
-    file_id = current[:8] if current is not None else secrets.token_bytes(8)
-    _write(fd, file_id + secrets.token_bytes(SIZE - 8))
+    file_id = current[:8] if current is not None else os.urandom(8)
+    _write(fd, file_id + os.urandom(SIZE - 8))
 
 
 def _write(fd: int, value: bytes) -> None:
