@@ -29,6 +29,7 @@ CALL_PAIRS = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
 }
+_ANSWERS = frozenset(CALL_PAIRS.values())
 
 
 # A text merge of two histories leaves these lines behind (see docs/workflows.md).
@@ -110,6 +111,10 @@ def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
             problems.append(Problem(path, number, reason))
             continue
         item = codec.decode_line(line)
+        reason = _shape_problem(line, item)
+        if reason is not None:
+            problems.append(Problem(path, number, reason))
+            continue
         kind = item.get("type")
         if kind in CALL_PAIRS:
             calls.setdefault((kind, item.get("call_id")), (number, item))
@@ -125,6 +130,36 @@ def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
         if key not in calls:
             problems.append(Problem(path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}"))
     return problems
+
+
+def _shape_problem(line: bytes, item: dict[str, Any]) -> str | None:
+    """What makes a parsed item unusable although it is a JSON object, or None.
+
+    A ``type`` or ``call_id`` that is a list or an object crashed the whole folder's check
+    ("unhashable type", tests/test_hostile_content.py); a line nested deeper than orjson
+    writes reads fine but cannot be written back by any rewrite.
+    """
+    kind = item.get("type")
+    if kind is not None and not isinstance(kind, str):
+        return f"its type is a {_json_kind(kind)}, not a string"
+    call_id = item.get("call_id")
+    if call_id is not None and not isinstance(call_id, str) and (kind in CALL_PAIRS or kind in _ANSWERS):
+        return f"{kind} has a call_id that is a {_json_kind(call_id)}, not a string"
+    # Only a line with enough brackets can be that deep: the count is cheap, the walk is not.
+    if line.count(b"[") + line.count(b"{") > codec.MAX_DEPTH:
+        depth = codec.depth_of(item)
+        if depth > codec.MAX_DEPTH:
+            return (
+                f"nested {depth} levels deep (more than {codec.MAX_DEPTH}): it reads, but rewrite, "
+                "edit, redact and fork refuse it; flatten or remove it by hand (docs/format.md)"
+            )
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "JSON object"
+    return "JSON array" if isinstance(value, list) else type(value).__name__
 
 
 def _torn_tail(path: Path, lines: list[bytes]) -> Problem | None:

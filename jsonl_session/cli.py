@@ -340,7 +340,7 @@ def _targets(args: argparse.Namespace, names: list[str]) -> list[Path]:
 
 def _print_items(args: argparse.Namespace, items: list[Any], *, first: int | None = None) -> None:
     if args.json:
-        sys.stdout.buffer.write(codec.encode_items(items))
+        sys.stdout.buffer.write(b"".join(codec.dumps_any(item) + b"\n" for item in items))
         sys.stdout.flush()
         return
     style = _style(sys.stdout)
@@ -577,7 +577,7 @@ def _style(stream: IO[str]) -> Style:
 
 
 def _json_line(value: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+    sys.stdout.buffer.write(codec.dumps_any(value) + b"\n")
 
 
 def _size(size: int) -> str:

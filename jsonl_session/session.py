@@ -14,7 +14,6 @@ write half-done.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import storage
-from .codec import encode_items
+from .codec import encode_items, identical
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .naming import TORN_SUFFIX, filename_for
 from .settings import coerce_settings
@@ -166,14 +165,16 @@ class JSONLSession:
         replaced = False
         try:
             original = storage.read_items(fd, self.path)
-            draft = Draft(items=copy.deepcopy(original))  # in-place edits must not touch `original`
+            # Parsing again is the copy that in-place edits may change: cheaper than
+            # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
+            draft = Draft(items=storage.read_items(fd, self.path))
             yield draft
             before = _encoding_or_none(original)
             try:
                 payload = encode_items(draft.items)
             except ValueError:
-                if before is None and draft.items == original:
-                    return  # unchanged, though it could not be written (hand-edited huge ints)
+                if before is None and identical(draft.items, original):
+                    return  # unchanged, though it cannot be written (huge ints, deep nesting)
                 raise
             if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
                 self._replace_locked(fd, payload)
