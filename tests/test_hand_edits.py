@@ -172,7 +172,10 @@ def test_datetime_and_uuid_are_refused(session: JSONLSession) -> None:
 
 
 def test_huge_integers_in_a_hand_edited_file_come_back_exact(session: JSONLSession) -> None:
-    write(session, b'{"id":123456789012345678901234567890,"n":-99999999999999999999}\n{"small":18446744073709551615}\n')
+    write(
+        session,
+        b'{"id":123456789012345678901234567890,"n":-99999999999999999999}\n{"small":18446744073709551615}\n',
+    )
     expected = [{"id": 123456789012345678901234567890, "n": -99999999999999999999}, {"small": 2**64 - 1}]
     assert session.get_items_sync() == expected
     assert session.get_items_sync(2) == expected
