@@ -16,13 +16,16 @@ ids such as ``call_...`` or ``msg_...`` are not flagged.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from . import codec
-from .errors import ItemNotStorableError
+from .errors import ItemNotStorableError, UnsafePathError
 
 if TYPE_CHECKING:
     from .session import JSONLSession
@@ -113,18 +116,38 @@ def mask(secret: str) -> str:
 def scan_file(path: str | Path) -> list[SecretFinding]:
     """Scan a session file line by line; malformed lines are scanned too.
 
+    Raises:
+        UnsafePathError: ``path`` is a symlink (never followed out of the folder) or not a
+            regular file.
+
     Example:
         >>> for finding in scan_file("sessions/support.jsonl"):  # doctest: +SKIP
         ...     print(finding)
     """
     path = Path(path)
     findings = []
-    with path.open("rb") as file:
+    with _open_regular(path) as file:
         for number, raw in enumerate(file, start=1):
             text = raw.decode("utf-8", errors="replace")
             for kind, start, end in scan_text(text):
                 findings.append(SecretFinding(path, number, kind, mask(text[start:end])))
     return findings
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """Open a session file for reading, refusing a symlink (it led out of the folder) or a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(
+                path, "is a symlink; refusing to follow it out of the sessions folder"
+            ) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePathError(path, "is not a regular file; refusing to read it as a session")
+    return os.fdopen(fd, "rb")
 
 
 def redact_text(text: str) -> tuple[str, list[tuple[str, str]]]:
