@@ -5,7 +5,8 @@
     ├── ItemNotStorableError    (also ValueError)  an item would not round-trip exactly
     ├── SessionFileError                           something is wrong with a file on disk
     │   ├── MalformedLineError  (also ValueError)  a line is not a JSON object
-    │   └── UnsafePathError     (also PermissionError) a symlink where a session file belongs
+    │   ├── UnsafePathError     (also PermissionError) a symlink where a session file belongs
+    │   └── OwnershipError      (also PermissionError) a rewrite could not keep the file's owner
     ├── ReadOnlySessionError    (also PermissionError) a write to a read-only test fixture
     └── LockTimeout             (also TimeoutError) another process held the lock too long
 
@@ -63,6 +64,15 @@ class MalformedLineError(SessionFileError, ValueError):
 
 class UnsafePathError(SessionFileError, PermissionError):
     """A symlink (or other non-regular file) sits where a session file or sidecar belongs."""
+
+
+class OwnershipError(SessionFileError, PermissionError):
+    """A rewrite would give the session file to another owner, and we may not give it back.
+
+    A rewrite writes a new file and renames it over the old one; the new file belongs to
+    whoever runs the rewrite. Root gives it back to the old owner (``fchown``); anyone else
+    gets this error before anything changes. Run the rewrite as the file's owner.
+    """
 
 
 class ReadOnlySessionError(JSONLSessionError, PermissionError):

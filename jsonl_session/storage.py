@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import codec
-from .errors import MalformedLineError, TornTailWarning, UnsafePathError
+from .errors import MalformedLineError, OwnershipError, TornTailWarning, UnsafePathError
 from .locking import fsync_directory
 from .naming import TORN_SUFFIX
 
@@ -145,12 +145,13 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
     never include it.
     """
     repair_tail(fd, path, durable=durable)
-    mode = os.fstat(fd).st_mode & 0o777
+    held = os.fstat(fd)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     temp_fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:
-            os.fchmod(temp_fd, mode)
+            _keep_owner(temp_fd, held, path)
+            os.fchmod(temp_fd, held.st_mode & 0o777)
             # Always synced, even when not durable: a rename that reaches the disk before
             # the data would leave an empty file where the whole history was.
             write_at_end(temp_fd, payload, 0, durable=True)
@@ -165,6 +166,24 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
         raise
     if durable:
         fsync_directory(path.parent)
+
+
+def _keep_owner(temp_fd: int, held: os.stat_result, path: Path) -> None:
+    """Give the new file the old one's owner and group, or refuse before anything is replaced.
+
+    Run as root, a rewrite used to hand the session to root (tests/test_ownership.py).
+    """
+    made = os.fstat(temp_fd)
+    if (made.st_uid, made.st_gid) == (held.st_uid, held.st_gid):
+        return
+    try:
+        os.fchown(temp_fd, held.st_uid, held.st_gid)
+    except PermissionError:
+        raise OwnershipError(
+            path,
+            f"is owned by uid {held.st_uid} (gid {held.st_gid}); rewriting it as uid {os.geteuid()} "
+            "would change that and only root may give it back: run this as the file's owner",
+        ) from None
 
 
 def read_all_lines(fd: int) -> list[bytes]:
