@@ -57,7 +57,7 @@ def test_second_turn_sees_the_first_turn(sessions_dir: Path) -> None:
 
 
 def test_function_tool_turn_stores_call_and_output(sessions_dir: Path) -> None:
-    @agents.function_tool
+    @agents.function_tool  # type: ignore[untyped-decorator]
     def get_weather(city: str) -> str:
         """Weather for a city."""
         return f"Sunny in {city}"

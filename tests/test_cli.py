@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import SCRIPT, cli_env, run, write_lines
@@ -18,7 +19,7 @@ from cli_helpers import SCRIPT, cli_env, run, write_lines
 from jsonl_session import JSONLSession
 from jsonl_session.cli import build_parser, main
 
-CONVERSATION = [
+CONVERSATION: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
     {
         "type": "reasoning",
@@ -31,7 +32,9 @@ CONVERSATION = [
 ]
 
 
-def make(sessions_dir: Path, session_id: str = "convo", items: list[dict] | None = None) -> JSONLSession:
+def make(
+    sessions_dir: Path, session_id: str = "convo", items: list[dict[str, Any]] | None = None
+) -> JSONLSession:
     session = JSONLSession(session_id, sessions_dir)
     session.add_items_sync(CONVERSATION if items is None else items)
     return session
@@ -317,7 +320,14 @@ def test_tail_follow_prints_appends_pops_and_clears_as_they_happen(sessions_dir:
         text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True)  # type: ignore[union-attr]
+    stdout = process.stdout
+    assert stdout is not None
+
+    def read_lines() -> None:
+        for line in stdout:
+            lines.put(line)
+
+    reader = threading.Thread(target=read_lines, daemon=True)
     reader.start()
 
     def next_line() -> str:

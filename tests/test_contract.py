@@ -45,7 +45,8 @@ class Async(Sync):
 
 @pytest.fixture(params=[Sync, Async], ids=["sync", "async"])
 def api(request: pytest.FixtureRequest, session: JSONLSession) -> Sync:
-    return request.param(session)
+    api: Sync = request.param(session)
+    return api
 
 
 def msg(i: int) -> dict[str, Any]:

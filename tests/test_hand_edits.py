@@ -341,7 +341,7 @@ def test_new_sidecar_is_made_durable_before_the_session_is_cut(
 
     write(session, b'{"a":1}\n{"b')
     monkeypatch.setattr(storage, "fsync_directory", spy_fsync_directory)
-    monkeypatch.setattr(storage.os, "ftruncate", spy_ftruncate)
+    monkeypatch.setattr(os, "ftruncate", spy_ftruncate)  # the os module storage calls
     with pytest.warns(TornTailWarning):
         session.add_items_sync([{"c": 3}])
     assert events[:2] == [f"fsync-dir {session.path.parent.name}", "truncate"]
