@@ -7,20 +7,25 @@ Problems found, each with the file and the line it is on:
   Readers skip it; ``fix=True`` moves it to the ``.torn`` sidecar, as the next writer would;
 * git merge conflict markers (``<<<<<<<``, ``=======``, ``>>>>>>>``), named as such;
 * a ``function_call`` with no ``function_call_output`` for its ``call_id``, or an output
-  with no call: the model API rejects such a history on the next turn.
+  with no call: the model API rejects such a history on the next turn;
+* a ``type`` or ``call_id`` that is not a string, and a line nested deeper than can be
+  written back (docs/format.md, "Nesting");
+* a temporary copy left next to the session by a rewrite whose process was killed
+  (``fix=True`` removes it: see ``leftovers``).
 
-Only torn tails are fixable here: every other repair means deciding what the conversation
-should say, which is a job for ``jsonl-session edit``.
+Only torn tails and leftover temporary files are fixable here: every other repair means
+deciding what the conversation should say, which is a job for ``jsonl-session edit``.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import codec, storage
+from . import codec, leftovers, storage
 from .errors import SessionFileError, TornTailWarning
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 
@@ -85,12 +90,52 @@ def check_file(
                 warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
                 storage.repair_tail(fd, path, durable=True)
             torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
+        # Under the session's lock no rewrite of it is under way: its temporary files are
+        # a killed writer's (the lock on each is checked as well, see ``leftovers``).
+        problems.extend(leftover_problems(leftovers.temp_files_of(path), fix=fix))
     finally:
         handle.release()
         handle.close()
     if torn is not None:
         problems.append(torn)
     return sorted(problems, key=lambda problem: problem.line or 0)
+
+
+def stray_temp_problems(directory: str | Path, *, fix: bool = False) -> list[Problem]:
+    """Temporary files in ``directory`` left by rewrites of sessions that no longer exist.
+
+    ``check_file`` reports those of the session it checks; these have no session to check.
+
+    Example:
+        >>> stray_temp_problems("sessions", fix=True)                   # doctest: +SKIP
+        [Problem(path=PosixPath('sessions/.old.jsonl.5f0c9a21.tmp'), ...)]
+    """
+    temps = [
+        temp for temp in leftovers.temp_files(Path(directory)) if not _exists(leftovers.session_of(temp))
+    ]
+    return leftover_problems(temps, fix=fix)
+
+
+def leftover_problems(temps: list[Path], *, fix: bool) -> list[Problem]:
+    """A problem for each temporary file that no live writer holds; removed with ``fix``."""
+    problems = []
+    for temp in temps:
+        if not leftovers.is_orphaned(temp):
+            continue  # a rewrite in progress: not a problem
+        try:
+            size = os.lstat(temp).st_size
+        except FileNotFoundError:
+            continue
+        reason = f"temporary copy ({size} bytes) left by an interrupted rewrite"
+        if fix and leftovers.remove_if_orphaned(temp):
+            problems.append(Problem(temp, None, reason + "; removed", fixable=True, fixed=True))
+        else:
+            problems.append(Problem(temp, None, reason + "; `check --fix` removes it", fixable=True))
+    return problems
+
+
+def _exists(path: Path | None) -> bool:
+    return path is not None and os.path.lexists(path)
 
 
 def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import re
 import shlex
@@ -32,7 +33,7 @@ from typing import IO, Any
 import orjson
 
 from . import codec, storage
-from .check import check_file
+from .check import Problem, check_file, stray_temp_problems
 from .directory import SessionDirectory
 from .errors import JSONLSessionError, SessionFileError, UnsafePathError
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
@@ -184,22 +185,28 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.secrets:
         return _check_secrets(args, paths)
     found = remaining = 0
-    for path in paths:
-        for problem in check_file(path, fix=args.fix, lock_timeout=args.lock_timeout):
-            found += 1
-            remaining += not problem.fixed
-            if args.json:
-                _json_line(
-                    {
-                        "path": str(problem.path),
-                        "line": problem.line,
-                        "reason": problem.reason,
-                        "fixable": problem.fixable,
-                        "fixed": problem.fixed,
-                    }
-                )
-            else:
-                print(("fixed: " if problem.fixed else "") + str(problem))
+    problems: Iterator[Problem] = (
+        problem
+        for path in paths
+        for problem in check_file(path, fix=args.fix, lock_timeout=args.lock_timeout)
+    )
+    if not args.targets:  # the whole folder: also what rewrites of since-deleted sessions left
+        problems = itertools.chain(problems, stray_temp_problems(args.dir, fix=args.fix))
+    for problem in problems:
+        found += 1
+        remaining += not problem.fixed
+        if args.json:
+            _json_line(
+                {
+                    "path": str(problem.path),
+                    "line": problem.line,
+                    "reason": problem.reason,
+                    "fixable": problem.fixable,
+                    "fixed": problem.fixed,
+                }
+            )
+        else:
+            print(("fixed: " if problem.fixed else "") + str(problem))
     summary = f"checked {len(paths)} file{_s(len(paths))}: {found} problem{_s(found)}"
     if args.fix:
         summary += f", {found - remaining} fixed"
@@ -814,7 +821,10 @@ def build_parser() -> argparse.ArgumentParser:
         "targets", nargs="*", metavar="ID_OR_FILE", help="session ids or .jsonl files (default: all)"
     )
     check.add_argument(
-        "--fix", action="store_true", help="move torn tails to the .torn sidecar; report what needs a human"
+        "--fix",
+        action="store_true",
+        help="move torn tails to the .torn sidecar, remove temporary files of killed rewrites; "
+        "report what needs a human",
     )
     check.add_argument(
         "--secrets",

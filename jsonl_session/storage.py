@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import warnings
 from pathlib import Path
 from typing import Any
 
-from . import codec
+from . import codec, leftovers
 from .errors import MalformedLineError, OwnershipError, TornTailWarning, UnsafePathError
 from .locking import fsync_directory
 from .naming import TORN_SUFFIX
@@ -146,8 +145,7 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
     """
     repair_tail(fd, path, durable=durable)
     held = os.fstat(fd)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    temp_fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    temp, temp_fd = leftovers.create_temp(path)
     try:
         try:
             _keep_owner(temp_fd, held, path)
@@ -155,9 +153,11 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
             # Always synced, even when not durable: a rename that reaches the disk before
             # the data would leave an empty file where the whole history was.
             write_at_end(temp_fd, payload, 0, durable=True)
+            # Renamed while still open and locked: `check --fix` removes only a temporary
+            # file nobody holds (see ``leftovers``).
+            os.replace(temp, path)
         finally:
             os.close(temp_fd)
-        os.replace(temp, path)
     except BaseException:
         try:
             os.unlink(temp)
