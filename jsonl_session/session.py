@@ -148,6 +148,24 @@ class JSONLSession:
         """Blocking twin of :meth:`clear_session`."""
         self._clear(self._lock(write=True, create=False))
 
+    def count_items_sync(self) -> int:
+        """How many items the session holds, counted by streaming the file: memory stays flat.
+
+        Lines are counted, not parsed (``check`` finds bad ones), so this is what ``ls``
+        shows; ``jsonl-session show -n`` numbers the newest items with it.
+
+        Example:
+            >>> session.count_items_sync()                        # doctest: +SKIP
+            42
+        """
+        fd = self._lock(write=False, create=False)
+        if fd == MISSING:
+            return 0
+        try:
+            return storage.count_items(fd)
+        finally:
+            self._handle.release()
+
     # -- deliberate edits ----------------------------------------------------------------
 
     @contextmanager

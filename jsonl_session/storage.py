@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from . import codec, leftovers
+from . import codec, leftovers, spill
 from .errors import MalformedLineError, OwnershipError, TornTailWarning, UnsafePathError
 from .locking import fsync_directory
 from .naming import TORN_SUFFIX
@@ -98,7 +98,7 @@ def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
     if not codec.is_blank(tail):
         item = parse_item(tail)
         if item is not None:
-            _truncate(fd, tail_offset, durable=durable)
+            _truncate(fd, path, tail_offset, durable=durable)
             return item
         size = _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
     lines, _, _ = _newest_lines(fd, size, 1)
@@ -106,7 +106,7 @@ def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
         return None
     offset, line = lines[-1]
     item = _decode(fd, path, offset, line)
-    _truncate(fd, offset, durable=durable)
+    _truncate(fd, path, offset, durable=durable)
     return item
 
 
@@ -119,7 +119,7 @@ def clear(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Non
         size = os.fstat(fd).st_size
     if size:
         repair_tail(fd, path, durable=durable, size=size)
-        _truncate(fd, 0, durable=durable)
+        _truncate(fd, path, 0, durable=durable)
 
 
 def repair_tail(fd: int, path: Path, *, durable: bool, size: int | None = None) -> bytes | None:
@@ -197,10 +197,29 @@ def count_items(fd: int) -> int:
     """Non-blank complete lines, plus an unterminated last line if it is an item (torn tails are not).
 
     Lines are counted, not parsed, so listing a folder stays cheap: ``check`` finds bad lines.
+    The file is read in pieces of ``_MAX_CHUNK``: reading it whole made ``ls`` of a 300 MB
+    session peak near 600 MB (tests/test_memory.py).
     """
-    lines = read_all_lines(fd)
-    tail = lines.pop()
-    count = sum(1 for line in lines if not codec.is_blank(line))
+    count = 0
+    position = 0
+    pending: list[bytes] = []  # pieces of the line still unfinished at the end of the last read
+    while True:
+        raw = os.pread(fd, _MAX_CHUNK, position)
+        if not raw:
+            break
+        chunk = raw.removeprefix(codec.BOM) if position == 0 else raw
+        position += len(raw)
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            pending.append(chunk)  # a long line: kept in pieces, joined only if it is the last
+            continue
+        pending.append(chunk[:newline])
+        if not all(codec.is_blank(piece) for piece in pending):
+            count += 1
+        lines = chunk[newline + 1 :].split(b"\n")
+        pending = [lines.pop()]
+        count += sum(1 for line in lines if not codec.is_blank(line))
+    tail = b"".join(pending)
     if not codec.is_blank(tail) and parse_item(tail) is not None:
         count += 1
     return count
@@ -323,7 +342,7 @@ def _move_torn_tail(fd: int, path: Path, offset: int, tail: bytes, *, durable: b
         os.close(side_fd)
     if durable and side_size == 0:
         fsync_directory(path.parent)  # the new sidecar's name must survive before we truncate
-    _truncate(fd, offset, durable=durable)
+    _truncate(fd, path, offset, durable=durable)
     warnings.warn(
         TornTailWarning(
             f"{path}: moved a partial last line ({len(tail)} bytes, left by an interrupted "
@@ -334,25 +353,29 @@ def _move_torn_tail(fd: int, path: Path, offset: int, tail: bytes, *, durable: b
     return offset
 
 
-def _truncate(fd: int, size: int, *, durable: bool) -> None:
+def _truncate(fd: int, path: Path, size: int, *, durable: bool) -> None:
     """Cut the file to ``size``; if the cut cannot be made durable, put the bytes back and raise.
 
     As for appends, a failed fsync leaves the file as it was: pop and clear used to raise
-    with their bytes already gone (tests/reliability/test_faults.py).
+    with their bytes already gone (tests/reliability/test_faults.py). The bytes are kept by
+    ``spill.Removed``, on disk when large, so a clear needs no memory for them.
     """
     if not durable:
         os.ftruncate(fd, size)
         return
-    removed = read_range(fd, size, os.fstat(fd).st_size)
-    os.ftruncate(fd, size)
+    removed = spill.Removed(fd, path.parent, size, os.fstat(fd).st_size)
     try:
-        _fdatasync(fd)
-    except BaseException:
+        os.ftruncate(fd, size)
         try:
-            write_at_end(fd, removed, size, durable=False)
-        except OSError:
-            pass  # best effort: the original error wins
-        raise
+            _fdatasync(fd)
+        except BaseException:
+            try:
+                removed.restore(fd)
+            except OSError:
+                pass  # best effort: the original error wins
+            raise
+    finally:
+        removed.close()
 
 
 def read_range(fd: int, start: int, end: int) -> bytes:
