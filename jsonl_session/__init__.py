@@ -16,6 +16,7 @@ from .errors import (
     OwnershipError,
     ReadOnlySessionError,
     SessionFileError,
+    SkippedSessionWarning,
     TornTailWarning,
     UnsafePathError,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "SessionFileError",
     "SessionInfo",
     "SessionSettings",
+    "SkippedSessionWarning",
     "TornTailWarning",
     "UnsafePathError",
     "copy_session",

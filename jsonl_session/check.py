@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import codec, leftovers, storage
-from .errors import SessionFileError, TornTailWarning
+from .errors import LockTimeout, SessionFileError, TornTailWarning
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 
 # A call item type -> the type of the item that answers it, matched on ``call_id``.
@@ -79,6 +79,14 @@ def check_file(
         fd = handle.acquire(write=fix, create=False, timeout=lock_timeout)
     except SessionFileError as exc:  # a symlink or FIFO where a session file belongs
         return [Problem(path, None, exc.message)]
+    except LockTimeout as exc:  # one busy file must not stop a folder's check
+        return [
+            Problem(
+                path, None, f"not checked: lock not acquired within {exc.timeout:g}s (a writer or an edit)"
+            )
+        ]
+    except OSError as exc:  # e.g. no permission to read it
+        return [Problem(path, None, f"not checked: {exc.strerror or exc}")]
     if fd == MISSING:
         return [Problem(path, None, "no such file")]
     try:

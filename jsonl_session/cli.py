@@ -24,7 +24,7 @@ import sys
 import tempfile
 import warnings
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,7 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    infos = _directory(args).list()
+    skipped: list[Exception] = []
+    infos = _directory(args).list(on_error=lambda _path, exc: skipped.append(exc))
+    for exc in skipped:  # one unreadable file is named, and the rest listed (exit 1)
+        _skip_warning(exc)
+    status = 1 if skipped else 0
     out = sys.stdout
     if args.json:
         for info in infos:
@@ -102,16 +106,16 @@ def cmd_ls(args: argparse.Namespace) -> int:
                     "path": str(info.path),
                 }
             )
-        return 0
+        return status
     if not infos:
         print(f"no sessions in {args.dir}", file=sys.stderr)
-        return 0
+        return status
     width = max(2, *(len(info.session_id) for info in infos))
     out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  MODIFIED (UTC)\n")
     for info in infos:
         modified = info.modified.strftime("%Y-%m-%d %H:%M:%S")
         out.write(f"{info.session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}\n")
-    return 0
+    return status
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -265,9 +269,13 @@ def cmd_grep(args: argparse.Namespace) -> int:
     ids = args.ids or _directory(args).ids()
     matches = 0
     write = sys.stdout.write
+    skipped: list[Exception] = []
     for session_id in ids:
         session = _existing(args, session_id) if args.ids else _open(args, session_id)
-        for number, item in _matching_items(session.path, needle, args.ignore_case, args.lock_timeout):
+        found = _matching_items(session.path, needle, args.ignore_case, args.lock_timeout)
+        if not args.ids:  # searching the folder: an unreadable file is named and skipped
+            found = _skipping_errors(found, skipped.append)
+        for number, item in found:
             role = label(item)
             if args.role is not None and role != args.role:
                 continue
@@ -280,7 +288,9 @@ def cmd_grep(args: argparse.Namespace) -> int:
                 _json_line({"id": session_id, "line": number, "role": role, "text": text})
             else:
                 write(f"{session_id}:{number}: {style.role(role)}: {_snippet(text, match, style)}\n")
-    return 0 if matches else 1
+    for error in skipped:
+        _skip_warning(error)
+    return 0 if matches and not skipped else 1
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -290,8 +300,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
     labels: Counter[str] = Counter()
     tools: Counter[str] = Counter()
     items = characters = 0
+    skipped = 0
     for session_id in ids:
-        for item in _open(args, session_id).get_items_sync():
+        try:
+            session_items = _open(args, session_id).get_items_sync()
+        except (OSError, JSONLSessionError) as exc:
+            if args.id:
+                raise
+            skipped += 1  # an unreadable or conflicted file: named, the rest still counted
+            _skip_warning(exc)
+            continue
+        for item in session_items:
             items += 1
             labels[label(item)] += 1
             characters += len(text_of(item))
@@ -301,7 +320,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         _json_line(
             {
-                "sessions": len(ids),
+                "sessions": len(ids) - skipped,
                 "items": items,
                 "characters": characters,
                 "tool_calls": tool_calls,
@@ -309,8 +328,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 "tools": dict(tools.most_common()),
             }
         )
-        return 0
-    scope = args.id or f"{len(ids)} session{_s(len(ids))}"
+        return 1 if skipped else 0
+    read = len(ids) - skipped
+    scope = args.id or f"{read} session{_s(read)}"
     print(
         f"{scope}: {items} item{_s(items)}, {characters} characters, {tool_calls} tool call{_s(tool_calls)}"
     )
@@ -320,7 +340,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print("tools:")
         for name, count in tools.most_common():
             print(f"  {name:<24} {count:>7}")
-    return 0
+    return 1 if skipped else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -502,6 +522,19 @@ def _matching_items(
             continue  # malformed lines and torn tails are `check`'s business, not grep's
         if isinstance(item, dict):
             yield number, item
+
+
+def _skipping_errors(
+    found: Iterator[tuple[int, dict[str, Any]]], on_error: Callable[[Exception], None]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        yield from found
+    except (OSError, JSONLSessionError) as exc:
+        on_error(exc)
+
+
+def _skip_warning(exc: BaseException) -> None:
+    print(f"{PROG}: warning: {_message(exc)}; skipped", file=sys.stderr)
 
 
 def _lines_containing(data: bytes, needle: bytes, ignore_case: bool) -> Iterator[tuple[int, bytes]]:

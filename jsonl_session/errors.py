@@ -11,6 +11,7 @@
     └── LockTimeout             (also TimeoutError) another process held the lock too long
 
     TornTailWarning (UserWarning): a crashed writer's partial line was moved to a sidecar file.
+    SkippedSessionWarning (UserWarning): a folder listing skipped a session it could not read.
 
 Each error inherits the matching builtin so ``except ValueError`` keeps working, carries the
 file path (and line) it is about, and pickles across processes.
@@ -96,3 +97,11 @@ class LockTimeout(JSONLSessionError, TimeoutError):
 
 class TornTailWarning(UserWarning):
     """A partial last line (left by a killed writer) was moved to the session's sidecar file."""
+
+
+class SkippedSessionWarning(UserWarning):
+    """``SessionDirectory.list()`` skipped a session it could not read (permissions, a lock held too long).
+
+    One bad file used to stop the whole listing; now it is named in this warning and the
+    others are listed (pass ``on_error`` to handle it yourself).
+    """

@@ -2,8 +2,8 @@
 
 The suite runs as root here and in CI, and root reads every file: "one unreadable session"
 or "a rewrite by someone who may not chown" only happen to other users. These helpers run
-the real CLI (or a forked function) as ``nobody``, in the ``shared_tmp`` folder (conftest.py)
-that ``nobody`` can reach: pytest's own temp folder is 0700 root.
+the CLI or a function as ``nobody`` in a forked child, in the ``shared_tmp`` folder
+(conftest.py) that ``nobody`` can reach: pytest's own temp folder is 0700 root.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import pickle
 import pwd
-import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import Result, cli_env
+from cli_helpers import Result
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown files and switch users")
 
@@ -29,23 +29,40 @@ def nobody() -> tuple[int, int]:
 
 
 def run_as_nobody(directory: Path, *args: str) -> Result:
-    """The CLI as ``nobody``; skipped if that user cannot import the package from here."""
+    """The CLI's ``main`` as ``nobody``, in a forked child with its own stdout and stderr.
+
+    Forked rather than exec'd: the interpreter may live where ``nobody`` cannot read it
+    (here, under /root). Arguments, output and exit code are exactly the command's.
+    """
     uid, gid = nobody()
-    command = [sys.executable, "-m", "jsonl_session", *args, "--dir", str(directory)]
-    completed = subprocess.run(
-        command,
-        capture_output=True,
-        check=False,
-        env=cli_env(),
-        timeout=60,
-        user=uid,
-        group=gid,
-        extra_groups=[],
-        cwd=directory.parent,
-    )
-    if b"No module named" in completed.stderr:
-        pytest.skip(f"nobody cannot import jsonl_session from {sys.executable}")
-    return Result(completed.returncode, completed.stdout.decode(), completed.stderr.decode())
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115  (flushed before _exit)
+                sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+                os.chdir(directory.parent)
+                _drop_to(uid, gid)
+                from jsonl_session.cli import main
+
+                code = main([*args, "--dir", str(directory)])
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return Result(os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode())
+
+
+def _drop_to(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
 
 
 def call_as_nobody(function: Callable[..., Any], *args: Any) -> Any:
@@ -56,9 +73,7 @@ def call_as_nobody(function: Callable[..., Any], *args: Any) -> Any:
     if pid == 0:  # the child: drop privileges for good, run, report through the pipe
         try:
             os.close(read_fd)
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
+            _drop_to(uid, gid)
             try:
                 outcome: tuple[bool, Any] = (True, function(*args))
             except BaseException as exc:  # noqa: BLE001  (sent to the parent, which re-raises it)
