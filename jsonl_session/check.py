@@ -134,7 +134,10 @@ def leftover_problems(temps: list[Path], *, fix: bool) -> list[Problem]:
             size = os.lstat(temp).st_size
         except FileNotFoundError:
             continue
-        reason = f"temporary copy ({size} bytes) left by an interrupted rewrite"
+        if leftovers.is_edit_copy(temp):
+            reason = f"copy ({size} bytes) left by an interrupted or refused `jsonl-session edit`"
+        else:
+            reason = f"temporary copy ({size} bytes) left by an interrupted rewrite"
         if fix and leftovers.remove_if_orphaned(temp):
             problems.append(Problem(temp, None, reason + "; removed", fixable=True, fixed=True))
         else:

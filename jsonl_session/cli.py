@@ -21,7 +21,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -233,28 +232,39 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
+    from .editing import edit_copy, new_unanswered_calls
+
     session = _existing(args, args.id)
     editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
-    # The session's write lock is held from reading the items until the file is replaced:
-    # a running agent's add_items waits (up to its lock_timeout) instead of being overwritten.
-    with session.rewrite() as draft, tempfile.TemporaryDirectory(prefix="jsonl-session-edit-") as folder:
-        before = len(draft.items)
-        copy = Path(folder) / session.path.name
-        copy.write_bytes(codec.encode_items(draft.items))
+    # No lock is held while the editor is open: a running agent keeps appending, and its
+    # items are kept on save; only a pop, clear or rewrite meanwhile refuses the save.
+    with edit_copy(session) as copy:
+        before = len(copy.base_items())
         while True:
-            status = subprocess.call([*editor, str(copy)])
+            status = subprocess.call([*editor, str(copy.path)])
             if status != 0:
                 raise Failure(f"{args.id}: editor exited with status {status}; session left unchanged")
+            if copy.unchanged():
+                print(f"{args.id}: no change; session left unchanged", file=sys.stderr)
+                return 0
             try:
-                items = _parse_items(copy.read_bytes(), "line")
-                break
+                items = _parse_items(copy.path.read_bytes(), "line")
             except Failure as exc:
                 _error(str(exc))
                 if not _confirm("edit again?", default=True):
                     raise Failure(f"{args.id}: edit abandoned; session left unchanged") from None
-        draft.items = items
-    after = len(items)
-    print(f"{args.id}: saved ({before} -> {after} item{_s(after)})", file=sys.stderr)
+                continue
+            unanswered = new_unanswered_calls(copy.base_items(), items)
+            for problem in unanswered:
+                print(f"{PROG}: warning: {problem} (the model API rejects such a history)", file=sys.stderr)
+            if not unanswered or _confirm("save anyway?"):
+                break
+            if not _confirm("edit again?", default=True):
+                raise Failure(f"{args.id}: edit abandoned; session left unchanged")
+        appended = copy.save(items)
+    after = len(items) + appended
+    meanwhile = f"; {appended} added meanwhile kept" if appended else ""
+    print(f"{args.id}: saved ({before} -> {after} item{_s(after)}{meanwhile})", file=sys.stderr)
     return 0
 
 
@@ -871,7 +881,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "edit",
         cmd_edit,
-        "edit a session in $EDITOR while holding its lock; validated, then replaced atomically",
+        "edit a session in $EDITOR; writers go on meanwhile and what they append is kept",
         f"EDITOR=nano {PROG} edit convo_123",
     )
     edit.add_argument("id", help="session id")
