@@ -49,6 +49,7 @@ COMMANDS = [
     ["grep", "outside", "link"],
     ["stats", "link"],
     ["export", "link", "--to", "sqlite:///{folder}/../x.db"],
+    ["import", "sqlite:///{folder}/../x.db", "--id", "real", "--as", "link"],
     ["redact", "link"],
 ]
 
