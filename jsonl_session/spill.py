@@ -6,7 +6,8 @@ succeeds. ``clear_session()`` of a 300 MB session used to keep all 300 MB in mem
 (tests/test_memory.py). Small removals (a ``pop``) still stay in memory; larger ones are
 copied by the kernel (``copy_file_range``) into an unnamed file in the session's own folder:
 no copy of the conversation in a shared temp folder, and none left behind by a crash
-(``O_TMPFILE`` files vanish with their last descriptor).
+(``O_TMPFILE`` files vanish with their last descriptor). Where no such file can be made (a
+read-only folder, a full disk) the bytes are kept in memory, as before, rather than fail.
 """
 
 from __future__ import annotations
@@ -34,15 +35,14 @@ class Removed:
         self._data: bytes | None = None
         self._spill: int | None = None
         self._length = end - start
-        if self._length <= IN_MEMORY:
-            self._data = os.pread(fd, self._length, start)
-            return
-        self._spill = _unnamed_file(folder)
-        try:
-            _copy(fd, self._spill, start, self._length)
-        except BaseException:
-            self.close()
-            raise
+        if self._length > IN_MEMORY:
+            try:
+                self._spill = _unnamed_file(folder)
+                _copy(fd, self._spill, start, self._length)
+                return
+            except OSError:  # a read-only folder, a full disk: keep them in memory after all
+                self.close()
+        self._data = _read(fd, start, self._length)
 
     def restore(self, fd: int) -> None:
         """Append the kept bytes to ``fd`` (an ``O_APPEND`` descriptor cut back to where they began)."""
@@ -92,6 +92,18 @@ def _copy(source: int, target: int, start: int, length: int) -> None:
         if done == 0:
             raise OSError(errno.EIO, "the file ended before the bytes to keep")
         copied += done
+
+
+def _read(fd: int, start: int, length: int) -> bytes:
+    chunks = []
+    while length:
+        chunk = os.pread(fd, min(length, 1 << 30), start)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        start += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes) -> None:
