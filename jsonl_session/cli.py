@@ -37,7 +37,8 @@ from .directory import SessionDirectory
 from .errors import JSONLSessionError, SessionFileError, UnsafePathError
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .session import JSONLSession
-from .transcript import Style, label, render, text_of
+from .terminal import printable
+from .transcript import Style, heading, label, render, text_of
 
 PROG = "jsonl-session"
 DIR_ENV = "JSONL_SESSION_DIR"
@@ -107,13 +108,14 @@ def cmd_ls(args: argparse.Namespace) -> int:
             )
         return status
     if not infos:
-        print(f"no sessions in {args.dir}", file=sys.stderr)
+        _note(f"no sessions in {args.dir}")
         return status
-    width = max(2, *(len(info.session_id) for info in infos))
+    shown = [printable(info.session_id) for info in infos]
+    width = max(2, *(len(session_id) for session_id in shown))
     out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  MODIFIED (UTC)\n")
-    for info in infos:
+    for info, session_id in zip(infos, shown):
         modified = info.modified.strftime("%Y-%m-%d %H:%M:%S")
-        out.write(f"{info.session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}\n")
+        out.write(f"{session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}\n")
     return status
 
 
@@ -145,7 +147,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     else:
         items = [{"role": args.role, "content": args.text}]
     session.add_items_sync(items)
-    print(f"{args.id}: added {len(items)} item{_s(len(items))}", file=sys.stderr)
+    _note(f"{args.id}: added {len(items)} item{_s(len(items))}")
     return 0
 
 
@@ -163,7 +165,7 @@ def cmd_clear(args: argparse.Namespace) -> int:
     if not args.yes and not _confirm(f"clear all {count} item{_s(count)} of {args.id}?"):
         raise Failure(f"{args.id}: not cleared")
     session.clear_session_sync()
-    print(f"{args.id}: cleared {count} item{_s(count)}", file=sys.stderr)
+    _note(f"{args.id}: cleared {count} item{_s(count)}")
     return 0
 
 
@@ -173,7 +175,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
         raise Failure(f"{args.id}: not deleted")
     if not _directory(args).delete(args.id):
         raise Failure(f"{args.id}: no such session in {args.dir}")
-    print(f"{args.id}: deleted {session.path}", file=sys.stderr)
+    _note(f"{args.id}: deleted {session.path}")
     return 0
 
 
@@ -181,7 +183,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     _existing(args, args.source)
     target = _directory(args).fork(args.source, args.target, at=args.at)
     count = target.count_items_sync()
-    print(f"{args.target}: forked {count} item{_s(count)} from {args.source}", file=sys.stderr)
+    _note(f"{args.target}: forked {count} item{_s(count)} from {args.source}")
     return 0
 
 
@@ -211,11 +213,11 @@ def cmd_check(args: argparse.Namespace) -> int:
                 }
             )
         else:
-            print(("fixed: " if problem.fixed else "") + str(problem))
+            print(("fixed: " if problem.fixed else "") + printable(str(problem)))
     summary = f"checked {len(paths)} file{_s(len(paths))}: {found} problem{_s(found)}"
     if args.fix:
         summary += f", {found - remaining} fixed"
-    print(summary, file=sys.stderr)
+    _note(summary)
     return 1 if remaining else 0
 
 
@@ -224,10 +226,9 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
     findings = redact_session(_existing(args, args.id))
     for finding in findings:
-        print(
-            f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]"
-        )
-    print(f"{args.id}: redacted {len(findings)} secret{_s(len(findings))}", file=sys.stderr)
+        where = f"{finding.path}:{finding.line}"
+        print(printable(f"{where}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]"))
+    _note(f"{args.id}: redacted {len(findings)} secret{_s(len(findings))}")
     return 0
 
 
@@ -245,7 +246,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
             if status != 0:
                 raise Failure(f"{args.id}: editor exited with status {status}; session left unchanged")
             if copy.unchanged():
-                print(f"{args.id}: no change; session left unchanged", file=sys.stderr)
+                _note(f"{args.id}: no change; session left unchanged")
                 return 0
             try:
                 items = _parse_items(copy.path.read_bytes(), "line")
@@ -256,7 +257,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
                 continue
             unanswered = new_unanswered_calls(copy.base_items(), items)
             for problem in unanswered:
-                print(f"{PROG}: warning: {problem} (the model API rejects such a history)", file=sys.stderr)
+                _note(f"{PROG}: warning: {problem} (the model API rejects such a history)")
             if not unanswered or _confirm("save anyway?"):
                 break
             if not _confirm("edit again?", default=True):
@@ -264,7 +265,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
         appended = copy.save(items)
     after = len(items) + appended
     meanwhile = f"; {appended} added meanwhile kept" if appended else ""
-    print(f"{args.id}: saved ({before} -> {after} item{_s(after)}{meanwhile})", file=sys.stderr)
+    _note(f"{args.id}: saved ({before} -> {after} item{_s(after)}{meanwhile})")
     return 0
 
 
@@ -287,7 +288,7 @@ def cmd_grep(args: argparse.Namespace) -> int:
             found = _skipping_errors(found, skipped.append)
         for number, item in found:
             role = label(item)
-            if args.role is not None and role != args.role:
+            if args.role is not None and args.role not in (role, heading(item)):
                 continue
             text = text_of(item)
             match = pattern.search(text)
@@ -297,7 +298,8 @@ def cmd_grep(args: argparse.Namespace) -> int:
             if args.json:
                 _json_line({"id": session_id, "line": number, "role": role, "text": text})
             else:
-                write(f"{session_id}:{number}: {style.role(role)}: {_snippet(text, match, style)}\n")
+                head = style.role(printable(heading(item)))
+                write(f"{printable(session_id)}:{number}: {head}: {_snippet(text, match, style)}\n")
     for error in skipped:
         _skip_warning(error)
     return 0 if matches and not skipped else 1
@@ -340,16 +342,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
         )
         return 1 if skipped else 0
     read = len(ids) - skipped
-    scope = args.id or f"{read} session{_s(read)}"
+    scope = printable(args.id) if args.id else f"{read} session{_s(read)}"
     print(
         f"{scope}: {items} item{_s(items)}, {characters} characters, {tool_calls} tool call{_s(tool_calls)}"
     )
     for name, count in labels.most_common():
-        print(f"  {name:<24} {count:>7}")
+        print(f"  {printable(name):<24} {count:>7}")
     if tools:
         print("tools:")
         for name, count in tools.most_common():
-            print(f"  {name:<24} {count:>7}")
+            print(f"  {printable(name):<24} {count:>7}")
     return 1 if skipped else 0
 
 
@@ -417,7 +419,7 @@ def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
     """
     style = _style(sys.stdout)
     if not session.path.is_file():
-        print(f"{args.id}: no such session in {args.dir} yet; waiting for it", file=sys.stderr)
+        _note(f"{args.id}: no such session in {args.dir} yet; waiting for it")
     with session.watch_sync(start=args.n, raise_interrupt=False) as changes:
         for change in changes:
             if args.json:
@@ -479,7 +481,7 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
                 }
             )
         else:
-            print(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}")
+            print(printable(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}"))
     if findings:
         print(
             f"{len(findings)} secret{_s(len(findings))} found; `{PROG} redact ID` replaces them",
@@ -544,7 +546,7 @@ def _skipping_errors(
 
 
 def _skip_warning(exc: BaseException) -> None:
-    print(f"{PROG}: warning: {_message(exc)}; skipped", file=sys.stderr)
+    _note(f"{PROG}: warning: {_message(exc)}; skipped")
 
 
 def _lines_containing(data: bytes, needle: bytes, ignore_case: bool) -> Iterator[tuple[int, bytes]]:
@@ -572,7 +574,11 @@ def _snippet(text: str, match: re.Match[str], style: Style) -> str:
     """About SNIPPET characters around the match, on one line, the match highlighted."""
     start = max(0, match.start() - SNIPPET // 3)
     end = min(len(text), max(match.end(), start + SNIPPET))
-    window = text[start : match.start()] + style.match(match.group()) + text[match.end() : end]
+    window = (
+        printable(text[start : match.start()])
+        + style.match(printable(match.group()))
+        + printable(text[match.end() : end])
+    )
     # split/join squashes newlines and runs of spaces 4x faster than a regex (colour codes have no spaces)
     return ("…" if start else "") + " ".join(window.split()) + ("…" if end < len(text) else "")
 
@@ -609,7 +615,7 @@ async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
         count = await copy_session(fetched, target, progress=_progress_bar("import"))
     if not count:
         raise Failure(f"{_shown(url)}: session {source_id!r} has no items (wrong --id?)")
-    print(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}", file=sys.stderr)
+    _note(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}")
     return 0
 
 
@@ -696,12 +702,17 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _note(message: str) -> None:
+    """One line for the person at the terminal (stderr), control characters escaped."""
+    print(printable(message), file=sys.stderr)
+
+
 def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    _note(f"{PROG}: error: {message}")
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr)
+    _note(f"{PROG}: warning: {message}")
 
 
 def _quiet_broken_pipe() -> int:
@@ -896,7 +907,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grep.add_argument("pattern", metavar="PATTERN", help="Python regular expression")
     grep.add_argument("ids", nargs="*", metavar="ID", help="sessions to search (default: all)")
-    grep.add_argument("--role", help="only items with this role (or type, e.g. function_call)")
+    grep.add_argument(
+        "--role", help="only items with this role, or as shown (tool call), or this type (function_call)"
+    )
     grep.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
 
     stats = _command(

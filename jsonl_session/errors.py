@@ -3,10 +3,14 @@
     JSONLSessionError
     ├── InvalidSessionId        (also ValueError)  the id cannot name a file
     ├── ItemNotStorableError    (also ValueError)  an item would not round-trip exactly
+    ├── InvalidBackendURL       (also ValueError)  export/import: not a backend URL
+    ├── BackendUnavailable      (also ImportError) export/import: the backend's package is missing
     ├── SessionFileError                           something is wrong with a file on disk
     │   ├── MalformedLineError  (also ValueError)  a line is not a JSON object
     │   ├── UnsafePathError     (also PermissionError) a symlink where a session file belongs
-    │   └── OwnershipError      (also PermissionError) a rewrite could not keep the file's owner
+    │   ├── OwnershipError      (also PermissionError) a rewrite could not keep the file's owner
+    │   ├── SessionNotFoundError (also FileNotFoundError) fork: no such source session
+    │   └── SessionExistsError  (also FileExistsError) fork: the target already has items
     ├── ReadOnlySessionError    (also PermissionError) a write to a read-only test fixture
     └── LockTimeout             (also TimeoutError) another process held the lock too long
 
@@ -20,6 +24,24 @@ file path (and line) it is about, and pickles across processes.
 from __future__ import annotations
 
 from pathlib import Path
+
+__all__ = [
+    "BackendUnavailable",
+    "InvalidBackendURL",
+    "InvalidSessionId",
+    "ItemNotStorableError",
+    "JSONLSessionError",
+    "LockTimeout",
+    "MalformedLineError",
+    "OwnershipError",
+    "ReadOnlySessionError",
+    "SessionExistsError",
+    "SessionFileError",
+    "SessionNotFoundError",
+    "SkippedSessionWarning",
+    "TornTailWarning",
+    "UnsafePathError",
+]
 
 
 class JSONLSessionError(Exception):
@@ -74,6 +96,36 @@ class OwnershipError(SessionFileError, PermissionError):
     whoever runs the rewrite. Root gives it back to the old owner (``fchown``); anyone else
     gets this error before anything changes. Run the rewrite as the file's owner.
     """
+
+
+class SessionNotFoundError(SessionFileError, FileNotFoundError):
+    """The session to read or copy has no file (``SessionDirectory.fork``'s source).
+
+    Example:
+        >>> try:
+        ...     SessionDirectory("sessions").fork("no-such-id", "copy")  # doctest: +SKIP
+        ... except FileNotFoundError as exc:
+        ...     print(exc)
+        sessions/no-such-id.jsonl: no such session
+    """
+
+
+class SessionExistsError(SessionFileError, FileExistsError):
+    """The session to create already has items; nothing was overwritten (``fork``'s target)."""
+
+
+class InvalidBackendURL(JSONLSessionError, ValueError):
+    """``open_url`` (``export --to``, ``import``) was given something that is not a backend URL.
+
+    Example:
+        >>> async with open_url("chats.db", "c1"):  # doctest: +SKIP
+        ...     pass
+        InvalidBackendURL: 'chats.db' is not a backend URL; use sqlite:///path.db, ...
+    """
+
+
+class BackendUnavailable(JSONLSessionError, ImportError):
+    """The backend named by a URL needs a package that is not installed (the message says which)."""
 
 
 class ReadOnlySessionError(JSONLSessionError, PermissionError):
