@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 IN_MEMORY = 1024 * 1024
-"""Removals up to this many bytes are kept in memory; larger ones spill to an unnamed file."""
+"""Removals up to this many bytes are kept in memory; larger ones spill to an unnamed file
+(when the caller names the session's folder)."""
 _CHUNK = 1024 * 1024
 
 
@@ -31,11 +32,11 @@ class Removed:
         >>> removed.restore(fd)  # e.g. after a failed fsync       # doctest: +SKIP
     """
 
-    def __init__(self, fd: int, folder: Path, start: int, end: int) -> None:
+    def __init__(self, fd: int, folder: Path | None, start: int, end: int) -> None:
         self._data: bytes | None = None
         self._spill: int | None = None
         self._length = end - start
-        if self._length > IN_MEMORY:
+        if self._length > IN_MEMORY and folder is not None:
             try:
                 self._spill = _unnamed_file(folder)
                 _copy(fd, self._spill, start, self._length)

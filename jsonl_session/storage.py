@@ -353,7 +353,7 @@ def _move_torn_tail(fd: int, path: Path, offset: int, tail: bytes, *, durable: b
     return offset
 
 
-def _truncate(fd: int, path: Path, size: int, *, durable: bool) -> None:
+def _truncate(fd: int, path: Path | None, size: int, *, durable: bool) -> None:
     """Cut the file to ``size``; if the cut cannot be made durable, put the bytes back and raise.
 
     As for appends, a failed fsync leaves the file as it was: pop and clear used to raise
@@ -363,7 +363,7 @@ def _truncate(fd: int, path: Path, size: int, *, durable: bool) -> None:
     if not durable:
         os.ftruncate(fd, size)
         return
-    removed = spill.Removed(fd, path.parent, size, os.fstat(fd).st_size)
+    removed = spill.Removed(fd, path.parent if path is not None else None, size, os.fstat(fd).st_size)
     try:
         os.ftruncate(fd, size)
         try:
@@ -376,6 +376,24 @@ def _truncate(fd: int, path: Path, size: int, *, durable: bool) -> None:
             raise
     finally:
         removed.close()
+
+
+def newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes]], Any, int]:
+    """The newest ``count`` complete non-blank lines as ``(offset, line)``, oldest first.
+
+    Also the item on an unterminated last line (or None) and where that line starts. The
+    cost is proportional to ``count``, not to the file (used by turn-aware reads and rewind).
+    """
+    return _newest_lines(fd, size, count)
+
+
+def truncate(fd: int, size: int, *, durable: bool) -> None:
+    """Cut the file to ``size`` bytes; if that cannot be made durable, the bytes go back and it raises.
+
+    The removed bytes are kept in memory (callers cut a few turns); ``pop`` and ``clear``
+    spill big ones next to the session instead (see ``spill``).
+    """
+    _truncate(fd, None, size, durable=durable)
 
 
 def read_range(fd: int, start: int, end: int) -> bytes:
