@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from . import codec
+from . import codec, storage
 from .errors import ItemNotStorableError, UnsafePathError
 
 if TYPE_CHECKING:
@@ -253,4 +253,6 @@ def _item_line_numbers(path: Path) -> list[int]:
         data = path.read_bytes()
     except FileNotFoundError:
         return []
-    return [number for number, line in enumerate(data.split(b"\n"), start=1) if line.strip()]
+    return [
+        line.number for line in storage.scan_lines(data).lines
+    ]  # the items' lines, as get_items reads them
