@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from .codec import dumps_any
 from .terminal import printable
 
 TOOL_TEXT_WIDTH = 200
@@ -159,9 +160,6 @@ def _part_text(part: Any) -> str:
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
-    import orjson  # on first use: see codec's note on start-up
-
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return repr(value)
+    # Not repr(): it recurses, and a 1,000-deep line that reading accepted made show,
+    # stats and grep fail with RecursionError (tests/test_hostile_content.py).
+    return dumps_any(value).decode()
