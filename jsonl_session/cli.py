@@ -393,7 +393,8 @@ def _show_document(args: argparse.Namespace) -> int:
         )
     if args.output:
         Path(args.output).write_bytes(data)
-        print(f"{args.id}: wrote {args.output} ({len(found.views)} item{_s(len(found.views))})", file=sys.stderr)
+        count = len(found.views)
+        print(f"{args.id}: wrote {args.output} ({count} item{_s(count)})", file=sys.stderr)
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -774,7 +775,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("-n", type=_count, metavar="N", help="only the newest N items")
     formats = show.add_mutually_exclusive_group()
     formats.add_argument(
-        "--html", action="store_true", help="one self-contained HTML page (search, filters, folded tool output)"
+        "--html", action="store_true", help="a self-contained HTML page (search, filters, folded tool output)"
     )
     formats.add_argument(
         "--markdown", action="store_true", help="GitHub-flavoured Markdown, for a pull request or a README"
@@ -935,7 +936,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"git config diff.jsonl-session.textconv '{PROG} textconv'\n"
         "echo 'sessions/*.jsonl diff=jsonl-session' >> .gitattributes",
     )
-    textconv.add_argument("file", metavar="FILE", help="a session file (any path: git passes a temporary copy)")
+    textconv.add_argument("file", metavar="FILE", help="a session file (any path: git passes a temp copy)")
 
     serve = _command(
         commands,

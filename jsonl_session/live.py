@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 MAX_QUEUED = 2000
 """Events a subscriber may fall behind before it is sent one ``reset`` instead."""
+READY_TIMEOUT = 10.0
+"""How long a page waits, just after start, for the watch to replay the sessions already there."""
 RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0)
 """Waits before restarting the watch after an error (then 5 s each time)."""
 
@@ -112,7 +114,7 @@ class Subscription:
             self._ready.notify_all()
 
     def put(self, event: Event) -> None:
-        """Queue ``event`` (the hub holds its lock); past :data:`MAX_QUEUED`, drop them all and catch up later."""
+        """Queue ``event`` (the hub holds its lock); past :data:`MAX_QUEUED`, drop all, catch up later."""
         with self._ready:
             if len(self._queue) >= MAX_QUEUED:
                 self._queue.clear()
@@ -141,10 +143,18 @@ class Hub:
         self._subscribers: dict[str | None, set[Subscription]] = collections.defaultdict(set)
         self._version = 0
         self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._unseen: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="jsonl-session-serve-watch", daemon=True)
 
     def start(self) -> None:
         """Start following the folder (the first changes replay every session)."""
+        try:  # pages wait for the sessions present now (with items) to be replayed
+            self._unseen = {info.session_id for info in SessionDirectory(self.directory).list() if info.items}
+        except (OSError, ValueError):
+            self._unseen = set()
+        if not self._unseen:
+            self._ready.set()
         self._thread.start()
 
     def close(self) -> None:
@@ -157,11 +167,12 @@ class Hub:
                     subscriber.stop()
 
     def page(self, session_id: str) -> tuple[int, bytes] | None:
-        """``(version, items as an escaped JSON array)`` of a session, or None if the folder has no such session.
+        """``(version, items as an escaped JSON array)`` of a session, or None if there is no such session.
 
         A session file the watch has not delivered yet (an empty one, or one not replayed yet
         just after start) is version 0 with no items: its items then come as events.
         """
+        self._ready.wait(READY_TIMEOUT)
         with self._lock:
             mirror = self._mirrors.get(session_id)
             if mirror is not None:
@@ -177,7 +188,7 @@ class Hub:
             return 0, b"[]"
 
     def subscribe(self, session_id: str | None, since: int | None) -> Subscription:
-        """Follow one session from version ``since`` (a ``reset`` first if it is not current), or the index."""
+        """Follow one session from version ``since`` (a ``reset`` first if not current), or the index."""
         subscriber = Subscription(self, session_id)
         with self._lock:
             if session_id is not None:
@@ -201,6 +212,7 @@ class Hub:
                         failures = 0
                 return
             except Exception as exc:  # noqa: BLE001  (a bad file, a lock held too long: report, go on)
+                self._ready.set()  # pages show what there is rather than wait
                 message = str(exc) or type(exc).__name__
                 print(f"jsonl-session serve: warning: watch stopped ({message}); restarting", file=sys.stderr)
                 self._broadcast_problem(message)
@@ -211,6 +223,10 @@ class Hub:
     def _apply(self, change: Change) -> None:
         with self._lock:
             mirror = self._mirrors.setdefault(change.session_id, _Mirror())
+            if self._unseen:
+                self._unseen.discard(change.session_id)
+                if not self._unseen:
+                    self._ready.set()
             self._version += 1
             mirror.version = version = self._version
             payload: dict[str, Any] = {"kind": change.kind, "version": version, "count": change.count}

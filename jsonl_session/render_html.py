@@ -18,7 +18,8 @@ Session content is untrusted, and is kept out of markup at every step:
 
 Example:
     >>> from jsonl_session.view import ViewBuilder, encode_views
-    >>> page = transcript_page("demo", encode_views([ViewBuilder().view({"role": "user", "content": "<b>"}, 1)]))
+    >>> views = [ViewBuilder().view({"role": "user", "content": "<b>"}, 1)]
+    >>> page = transcript_page("demo", encode_views(views))
     >>> b"<b>" in page, b"\\\\u003cb\\\\u003e" in page
     (False, True)
 """
@@ -68,7 +69,7 @@ def script_json(data: bytes) -> bytes:
 
 
 def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live | None = None) -> bytes:
-    """A transcript page for the views in ``items_json`` (a JSON array, see :func:`~jsonl_session.view.encode_views`).
+    """A transcript page for the views in ``items_json`` (a JSON array from ``view.encode_views``).
 
     Args:
         title: The page title and heading (a session id).

@@ -11,7 +11,8 @@ Routes (GET and HEAD only; anything else is 405):
 * ``/``: the index, newest session first;
 * ``/api/sessions``: the same list as JSON;
 * ``/session?id=ID``: a session's transcript;
-* ``/events`` and ``/events?id=ID``: server-sent events for the index, or one session.
+* ``/events`` and ``/events?id=ID``: server-sent events for the index, or one session
+  (which must exist when the stream opens; it may then be deleted and re-created).
 
 Safety: no route takes a path. A session is looked up by id among the sessions the folder
 watch has seen (regular files directly in the folder; a symlink is not a session), so ``..``,
@@ -111,7 +112,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.OK, orjson.dumps(self._sessions()), "application/json", body=body)
             elif url.path == "/session" and session_id is not None and _valid(session_id):
                 self._session(session_id, body=body)
-            elif url.path == "/events" and (session_id is None or _valid(session_id)):
+            elif url.path == "/events" and (session_id is None or self._exists(session_id)):
                 self._events(session_id, body=body)
             else:
                 self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain", body=body)
@@ -128,6 +129,9 @@ class Handler(BaseHTTPRequestHandler):
     def _sessions(self) -> list[dict[str, object]]:
         infos = SessionDirectory(self.server.hub.directory, lock_timeout=self.server.hub.lock_timeout).list()
         return [_row(info) for info in infos]
+
+    def _exists(self, session_id: str) -> bool:
+        return _valid(session_id) and self.server.hub.page(session_id) is not None
 
     def _session(self, session_id: str, *, body: bool) -> None:
         page = self.server.hub.page(session_id)

@@ -1,4 +1,4 @@
-"""What the renderers make of items: the view model, Markdown (through GitHub's own cmark-gfm), diff text, HTML.
+"""What the renderers make of items: the view model, Markdown (via GitHub's cmark-gfm), diff text, HTML.
 
 The hostile corpus (tests/viewer_helpers.py) goes through every renderer: no markup, link or
 script from a session may come out, and the text must still be there, literally.
@@ -60,7 +60,10 @@ def test_every_kind_of_item_gets_its_title_kind_and_blocks() -> None:
 
 
 def test_numbers_are_the_file_line_numbers_across_blank_lines_bom_and_crlf() -> None:
-    data = b'\xef\xbb\xbf{"role":"user","content":"a"}\r\n\n   \n{"role":"assistant","content":"b"}\n\n{"role":"user","content":"c"}'
+    data = (
+        b'\xef\xbb\xbf{"role":"user","content":"a"}\r\n\n   \n'
+        b'{"role":"assistant","content":"b"}\n\n{"role":"user","content":"c"}'
+    )
     assert [(view.number, view.text) for view in views_of_lines(data)] == [(1, "a"), (4, "b"), (6, "c")]
 
 

@@ -1,4 +1,4 @@
-"""``show --html`` / ``--markdown`` and the ``textconv`` git diff driver, through the real command and real git."""
+"""``show --html`` / ``--markdown`` and the ``textconv`` git diff driver: the real command, real git."""
 
 from __future__ import annotations
 
