@@ -4,9 +4,10 @@ Git shows a changed session as changed JSON lines, one per item, often a few kil
 Through this driver it shows what changed in the conversation instead: each item as a
 heading line (line number, role or tool, call id) and its full text, indented, with tool
 arguments pretty-printed. The same file always gives the same text (no dates, no colours, no
-terminal width), so unchanged items never show up in a diff. Control characters are made
-visible (``␛``), so a session cannot send escape sequences to the terminal through
-``git diff``; a bad line is shown as it is, so ``git diff`` works on a broken file too.
+terminal width), so unchanged items never show up in a diff. Control characters and bidi
+overrides are escaped as ``show`` escapes them (``\\x1b``, :func:`jsonl_session.terminal.printable`),
+so a session cannot drive the terminal through ``git diff``; a bad line is shown as it is, so
+``git diff`` works on a broken file too.
 
 Enable it in a repository::
 
@@ -26,7 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .view import ItemView, visible_controls
+from .terminal import printable
+from .view import ItemView
 
 INDENT = " " * 6
 
@@ -51,9 +53,9 @@ def item_text(view: ItemView) -> str:
 
 
 def _line(text: str) -> str:
-    return " ".join(visible_controls(text).split())
+    return " ".join(printable(text).split())
 
 
 def _indented(text: str, indent: str) -> Iterator[str]:
-    for line in visible_controls(text).split("\n"):
+    for line in printable(text).split("\n"):
         yield (indent + line).rstrip()

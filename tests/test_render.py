@@ -182,9 +182,9 @@ def test_diff_text_is_stable_full_and_free_of_control_characters() -> None:
     views = all_views()
     text = diff_text(views)
     assert text == diff_text(all_views())
-    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text)
     assert "A" * 1_000_000 in text  # nothing shortened: a diff must show every change
-    assert "␛[31mred" in text
+    assert "\\x1b[31mred" in text and "\\u202e" in text
 
 
 def test_diff_text_of_a_conversation() -> None:

@@ -130,7 +130,7 @@ def test_git_diff_and_log_show_transcript_changes(repo: Path) -> None:
         "+      Enjoy Paris!",
         "+",
         "+   4  user",
-        "+      Thanks ␛[31m!",
+        "+      Thanks \\x1b[31m!",
     ]
     assert '"role"' not in diff  # transcript text, not JSON
     raw = git(repo, "diff", "--no-textconv")
@@ -141,7 +141,7 @@ def test_git_diff_and_log_show_transcript_changes(repo: Path) -> None:
     git(repo, "commit", "-q", "-am", "pop")
     log = git(repo, "log", "-p", "--format=commit %s")
     pop, reply = log.split("commit reply")
-    assert "-   4  user\n-      Thanks ␛[31m!" in pop
+    assert "-   4  user\n-      Thanks \\x1b[31m!" in pop
     assert "+   3  assistant\n+      It is sunny.\n+      Enjoy Paris!" in reply
     assert git(repo, "check-attr", "merge", "diff", "--", "sessions/chat.jsonl").splitlines() == [
         "sessions/chat.jsonl: merge: unset",
