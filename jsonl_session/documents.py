@@ -17,7 +17,7 @@ from .locking import DEFAULT_LOCK_TIMEOUT
 from .render_html import transcript_page
 from .render_markdown import markdown
 from .render_text import diff_text
-from .view import ItemView, encode_views, read_file, views_of_lines
+from .view import ItemView, encode_views, read_file, safe, views_of_lines
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,12 @@ def session_markdown(
 ) -> tuple[str, Views]:
     """The file at ``path`` as GitHub-flavoured Markdown, and the views it shows."""
     found = read_views(path, newest=newest, lock_timeout=lock_timeout)
-    return markdown(title, found.views, meta=found.meta), found
+    return safe(markdown(title, found.views, meta=found.meta)), found
 
 
 def file_diff_text(path: str | os.PathLike[str], *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> str:
     """The stable transcript text ``git diff`` compares (see :mod:`jsonl_session.render_text`)."""
-    return diff_text(read_views(path, lock_timeout=lock_timeout).views)
+    return safe(diff_text(read_views(path, lock_timeout=lock_timeout).views))
 
 
 def _size(size: int) -> str:

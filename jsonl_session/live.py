@@ -41,7 +41,7 @@ import orjson
 
 from .directory import SessionDirectory
 from .render_html import script_json
-from .view import ViewBuilder
+from .view import ViewBuilder, encode_view
 from .watch import Change, watch_directory_sync
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ class Hub:
     def _render(self, mirror: _Mirror, items: list[Any]) -> bytes:
         start = len(mirror.views)
         views = [
-            script_json(orjson.dumps(mirror.builder.view(item, start + offset)))
+            script_json(encode_view(mirror.builder.view(item, start + offset)))
             for offset, item in enumerate(items, 1)
         ]
         mirror.views.extend(views)

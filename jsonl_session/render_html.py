@@ -165,7 +165,8 @@ _INDEX_HEAD = """<!doctype html>
 </head>
 <body>
 <header class="top"><h1>Sessions</h1><div id="count" class="meta"></div></header>
-<main><table><thead><tr><th>session</th><th>items</th><th>size</th><th>modified</th><th></th></tr></thead>
+<main><table><thead><tr><th>session</th><th class="n">items</th><th class="n">size</th><th>modified</th>
+<th></th></tr></thead>
 <tbody id="sessions"></tbody></table></main>
 <script type="application/json" id="index-data">"""
 

@@ -31,7 +31,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import socket
 import sys
@@ -54,7 +53,6 @@ from .render_html import Live, content_security_policy, index_page, transcript_p
 KEEP_ALIVE_SECONDS = 10.0
 """How often an idle event stream sends a comment (a closed tab is noticed on the next write)."""
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-_BASE_FIELDS = {field.name for field in dataclasses.fields(SessionInfo)} - {"session_id"}
 
 
 class ViewerServer(ThreadingHTTPServer):
@@ -235,16 +233,12 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _row(info: SessionInfo) -> dict[str, object]:
-    """An index row; fields other helpers add to :class:`SessionInfo` (paused runs, forks) become notes."""
+    """An index row: a paused run and a fork's source become notes."""
     notes = []
-    for field in dataclasses.fields(info):
-        if field.name in _BASE_FIELDS or field.name == "session_id":
-            continue
-        value = getattr(info, field.name, None)
-        if value is True:
-            notes.append(field.name.replace("_", " "))
-        elif value not in (None, False, "", 0, [], ()):
-            notes.append(f"{field.name.replace('_', ' ')}: {value}")
+    if info.paused:
+        notes.append("paused run")
+    if info.forked_from:
+        notes.append(f"forked from {info.forked_from}")
     return {
         "id": info.session_id,
         "items": info.items,

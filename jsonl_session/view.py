@@ -41,7 +41,7 @@ _ROLE_TONES = {"user": "user", "assistant": "assistant", "system": "system", "de
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Block:
     """A piece of machine text shown in monospace: tool arguments, a tool output, a raw item.
 
@@ -56,7 +56,7 @@ class Block:
     lang: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ItemView:
     """One item as a transcript shows it. orjson serialises it as it is (the HTML page's data).
 
@@ -112,13 +112,13 @@ class ViewBuilder:
         try:
             return self._view(item, number)
         except (TypeError, ValueError, AttributeError):  # a shape nobody planned for: show it raw
-            return ItemView(number, safe(label(item)), "other", safe(label(item)), "", [_raw(item)])
+            return ItemView(number, label(item), "other", label(item), "", [_raw(item)])
 
     def _view(self, item: dict[str, Any], number: int) -> ItemView:
         kind = item.get("type")
-        call_id = safe(_string(item.get("call_id")))
+        call_id = _string(item.get("call_id"))
         if kind == "function_call":
-            name = safe(_string(item.get("name")) or "?")
+            name = _string(item.get("name")) or "?"
             arguments = Block("arguments", *_pretty(item.get("arguments", "")))
             if name.startswith(HANDOFF_PREFIX):
                 if call_id:
@@ -134,17 +134,13 @@ class ViewBuilder:
                 return ItemView(number, "handoff", "handoff", "handoff accepted", "", [output], call_id)
             return ItemView(number, "function_call_output", "output", "tool output", "", [output], call_id)
         if kind == "reasoning":
-            return ItemView(
-                number, "reasoning", "reasoning", "reasoning", safe(text_of(item)) or "(no summary)"
-            )
+            return ItemView(number, "reasoning", "reasoning", "reasoning", text_of(item) or "(no summary)")
         role = label(item)
         if "role" in item and kind in (None, "message"):
-            return ItemView(
-                number, safe(role), _ROLE_TONES.get(role, "other"), safe(role), safe(text_of(item))
-            )
+            return ItemView(number, role, _ROLE_TONES.get(role, "other"), role, text_of(item))
         # Hosted tools, MCP, computer use, item references...: what text there is, and the item.
         tone = "output" if kind is not None and str(kind).endswith("_output") else "tool"
-        return ItemView(number, safe(role), tone, safe(role), safe(text_of(item)), [_raw(item)], call_id)
+        return ItemView(number, role, tone, role, text_of(item), [_raw(item)], call_id)
 
 
 def views_of_lines(data: bytes) -> list[ItemView]:
@@ -156,12 +152,13 @@ def views_of_lines(data: bytes) -> list[ItemView]:
     builder = ViewBuilder()
     views = []
     last = data.count(b"\n") + 1  # the line after the last newline: a torn tail if not an item
-    for number, item, line in scan_lines(data):
-        if item is None:
-            reason = "incomplete last line (torn tail)" if number == last else _reason(line)
-            views.append(_invalid(number, reason, line.decode("utf-8", "replace")))
-        else:
-            views.append(builder.view(item, number))
+    with codec.gc_paused():  # 100,000 items make ~10 objects each: no collection passes meanwhile
+        for number, item, line in scan_lines(data):
+            if item is None:
+                reason = "incomplete last line (torn tail)" if number == last else _reason(line)
+                views.append(_invalid(number, reason, line.decode("utf-8", "replace")))
+            else:
+                views.append(builder.view(item, number))
     return views
 
 
@@ -224,8 +221,29 @@ def visible_controls(text: str) -> str:
 
 
 def encode_views(views: Iterable[ItemView]) -> bytes:
-    """Views as a JSON array; ``safe`` text throughout, so this cannot fail on session content."""
-    return orjson.dumps(list(views))
+    """Views as a JSON array. Text read from a file is valid Unicode; text that is not (lone
+    surrogates, from items built in Python) is repaired with :func:`safe`, so this cannot fail.
+    """
+    views = list(views)
+    try:
+        return orjson.dumps(views)
+    except TypeError:
+        return orjson.dumps([_safe_view(view) for view in views])
+
+
+def encode_view(view: ItemView) -> bytes:
+    """One view as a JSON object (see :func:`encode_views`)."""
+    try:
+        return orjson.dumps(view)
+    except TypeError:
+        return orjson.dumps(_safe_view(view))
+
+
+def _safe_view(view: ItemView) -> ItemView:
+    blocks = [Block(safe(block.caption), safe(block.text), block.lang) for block in view.blocks]
+    return ItemView(
+        view.number, safe(view.kind), view.tone, safe(view.title), safe(view.text), blocks, safe(view.ref)
+    )
 
 
 def _picture(match: re.Match[str]) -> str:
@@ -255,11 +273,11 @@ def _pretty(value: Any) -> tuple[str, str]:
     if isinstance(value, str):
         stripped = value.lstrip()
         if not stripped.startswith(("{", "[")):
-            return safe(value), ""
+            return value, ""
         try:
             value = orjson.loads(value)
         except ValueError:
-            return safe(value), ""
+            return value, ""
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode(), "json"
     except TypeError:  # lone surrogates, huge integers

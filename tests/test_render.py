@@ -238,3 +238,9 @@ def test_html_page_policy_allows_exactly_its_own_script_and_style() -> None:
     assert f"style-src '{digest(style)}'" in policy
     assert "default-src 'none'" in policy and "connect-src 'none'" in policy
     assert "http" not in page.replace("http-equiv", "")  # no external resource at all
+
+
+def test_views_of_items_built_in_python_with_lone_surrogates_still_encode() -> None:
+    view = ViewBuilder().view({"role": "user\ud800", "content": "a\udc00b", "call_id": "\ud83d"}, 1)
+    data = json.loads(encode_views([view]))
+    assert data[0]["text"] == "a\ufffdb" and data[0]["kind"] == "user\ufffd"

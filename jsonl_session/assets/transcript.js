@@ -209,6 +209,7 @@
   refilter();
   fromHash();
   document.body.dataset.ready = "true";
+  performance.mark("jsonl-session-ready"); // benchmarks/viewer.py reads it
 
   // -- live: changes from the server, as server-sent events ----------------------------------
   if (!data.live) return;
