@@ -81,7 +81,7 @@ def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live
         "title": title,
         "live": None if live is None else {"events": live.events, "version": live.version},
     }
-    data = orjson.dumps(settings)[:-1] + b',"items":' + items_json + b"}"
+    prefix = script_json(orjson.dumps(settings)[:-1] + b',"items":')
     heading = html.escape(title)
     if live is not None:
         heading = f'<a href="{html.escape(live.index)}">sessions</a> / {heading}'
@@ -100,7 +100,8 @@ def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live
         css=_asset("page.css"),
     )
     tail = _TAIL.format(js=_asset("transcript.js"))
-    return b"".join((head.encode(), script_json(data), tail.encode()))
+    # One copy of the (possibly 50 MB) items: escaped, then joined into the page.
+    return b"".join((head.encode(), prefix, script_json(items_json), b"}", tail.encode()))
 
 
 def index_page(folder: str, sessions: list[dict[str, object]], *, api: str, events: str) -> bytes:
