@@ -145,6 +145,7 @@ class Hub:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._unseen: set[str] = set()
+        self._last_problem = ""
         self._thread = threading.Thread(target=self._run, name="jsonl-session-serve-watch", daemon=True)
 
     def start(self) -> None:
@@ -210,6 +211,7 @@ class Hub:
                     for change in changes:
                         self._apply(change)
                         failures = 0
+                        self._last_problem = ""
                 return
             except Exception as exc:  # noqa: BLE001  (a bad file, a lock held too long: report, go on)
                 self._ready.set()  # pages show what there is rather than wait
@@ -241,11 +243,12 @@ class Hub:
                 items = self._render(mirror, change.items)
                 if change.kind == "deleted":
                     del self._mirrors[change.session_id]
-            else:  # a kind this viewer does not know yet: say so, and keep the mirror
+            else:  # "failed" (the session cannot be read now), or a kind this viewer does not know
+                error = getattr(change, "error", None) or f"unknown change {change.kind!r}"
                 payload = {
                     "kind": "problem",
                     "version": version,
-                    "message": f"unknown change {change.kind!r}",
+                    "message": f"{change.session_id}: {error}",
                 }
             self._send(change.session_id, payload, items)
 
@@ -298,6 +301,9 @@ class Hub:
 
     def _broadcast_problem(self, message: str) -> None:
         with self._lock:
+            if message == self._last_problem:
+                return  # the same failure again, after a restart: said once is enough
+            self._last_problem = message
             self._version += 1
             data = script_json(
                 orjson.dumps({"kind": "problem", "version": self._version, "message": message})
