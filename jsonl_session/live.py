@@ -68,6 +68,7 @@ class _Mirror:
     version: int = 0
     views: list[bytes] = field(default_factory=list)
     builder: ViewBuilder = field(default_factory=ViewBuilder)
+    problem: str = ""  # why the watch cannot read the session now ("failed"), until it can again
 
 
 class Subscription:
@@ -167,6 +168,12 @@ class Hub:
                 for subscriber in subscribers:
                     subscriber.stop()
 
+    def problem(self, session_id: str) -> str:
+        """Why the watch cannot read this session now (a malformed line...), or empty."""
+        with self._lock:
+            mirror = self._mirrors.get(session_id)
+            return mirror.problem if mirror is not None else ""
+
     def page(self, session_id: str) -> tuple[int, bytes] | None:
         """``(version, items as an escaped JSON array)`` of a session, or None if there is no such session.
 
@@ -232,6 +239,7 @@ class Hub:
             self._version += 1
             mirror.version = version = self._version
             payload: dict[str, Any] = {"kind": change.kind, "version": version, "count": change.count}
+            mirror.problem = ""
             items = b""
             if change.kind == "appended":
                 items = self._render(mirror, change.items)
@@ -245,6 +253,7 @@ class Hub:
                     del self._mirrors[change.session_id]
             else:  # "failed" (the session cannot be read now), or a kind this viewer does not know
                 error = getattr(change, "error", None) or f"unknown change {change.kind!r}"
+                mirror.problem = str(error)
                 payload = {
                     "kind": "problem",
                     "version": version,

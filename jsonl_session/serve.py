@@ -139,7 +139,9 @@ class Handler(BaseHTTPRequestHandler):
         version, items = page
         path = self.server.hub.directory / filename_for(session_id)
         live = Live(events=f"events?id={quote(session_id, safe='')}&v={version}", version=version)
-        html = transcript_page(session_id, items, meta=f"{path} · live", live=live)
+        problem = self.server.hub.problem(session_id)
+        meta = f"{path} · live" + (f" · cannot be read now: {problem}" if problem else "")
+        html = transcript_page(session_id, items, meta=meta, live=live)
         self._send(HTTPStatus.OK, html, "text/html", script="transcript.js", body=body)
 
     def _events(self, session_id: str | None, *, body: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -130,14 +131,17 @@ def test_the_index_hears_about_new_sessions(server: Server, folder: Path) -> Non
         events.close()
 
 
-def test_many_open_pages_share_one_folder_watch(server: Server) -> None:
-    open_page(server, "chat")  # the watch has replayed the folder: it is running
-    before = inotify_instances(server.process.pid)
+def test_many_open_pages_share_one_folder_watch(server: Server, folder: Path) -> None:
+    deadline = time.monotonic() + 30  # the watch opens its inotify instance in its own time
+    while inotify_instances(server.process.pid) == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
     streams = [server.events(f"?id=chat&v={open_page(server, 'chat')[0]}") for _ in range(6)]
-    streams += [server.events(f"?id=older&v={open_page(server, 'older')[0]}") for _ in range(3)]
     streams += [server.events("") for _ in range(3)]
     try:
-        assert before == inotify_instances(server.process.pid) == 1
+        assert run(folder, "add", "chat", "to every page").code == 0
+        for stream in streams:  # every page is live...
+            assert stream.next()[1]["kind"] == "appended"
+        assert inotify_instances(server.process.pid) == 1  # ...through one folder watch
     finally:
         for stream in streams:
             stream.close()
@@ -222,3 +226,25 @@ def test_a_port_in_use_is_one_line_error(server: Server, folder: Path) -> None:
     assert result.code == 1
     assert result.err.startswith(f"jsonl-session: error: cannot listen on 127.0.0.1:{server.port}: ")
     assert result.err.count("\n") == 1
+
+
+def test_a_malformed_session_is_reported_and_the_others_stay_live(server_for: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    write_session(folder / "good.jsonl", conversation()[:2])
+    write_session(folder / "bad.jsonl", conversation()[:1], extra_lines=[b"<<<<<<< HEAD"])
+    server: Server = server_for(folder)
+    version, items = open_page(server, "good")
+    assert len(items) == 2
+    status, page = server.get("/session?id=bad")
+    assert (
+        status == 200
+        and "cannot be read now: " in page.decode()
+        and "bad.jsonl:2: not valid JSON" in page.decode()
+    )
+    events = server.events(f"?id=good&v={version}")
+    try:
+        assert run(folder, "add", "good", "still live").code == 0
+        _, change = events.next()
+        assert change["kind"] == "appended" and change["items"][0]["text"] == "still live"
+    finally:
+        events.close()
