@@ -55,7 +55,9 @@ class Problem:
         return f"{where}: {self.reason}"
 
 
-def check_file(path: str | Path, *, fix: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[Problem]:
+def check_file(
+    path: str | Path, *, fix: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> list[Problem]:
     """Every problem in one session file, read under its shared lock (exclusive with ``fix``).
 
     With ``fix=True`` a torn tail is moved to the sidecar and reported with ``fixed=True``.
@@ -68,22 +70,20 @@ def check_file(path: str | Path, *, fix: bool = False, lock_timeout: float = DEF
     path = Path(path)
     handle = FileHandle(path)
     try:
-        fd = handle.acquire(write=fix, create=False, timeout=lock_timeout)
+        with handle.locked(write=fix, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                return [Problem(path, None, "no such file")]
+            lines = storage.read_all_lines(fd)
+            problems = _line_problems(path, lines)
+            torn = _torn_tail(path, lines)
+            if torn is not None and fix:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
+                    storage.repair_tail(fd, path, durable=True)
+                torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
     except SessionFileError as exc:  # a symlink or FIFO where a session file belongs
         return [Problem(path, None, exc.message)]
-    if fd == MISSING:
-        return [Problem(path, None, "no such file")]
-    try:
-        lines = storage.read_all_lines(fd)
-        problems = _line_problems(path, lines)
-        torn = _torn_tail(path, lines)
-        if torn is not None and fix:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
-                storage.repair_tail(fd, path, durable=True)
-            torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
     finally:
-        handle.release()
         handle.close()
     if torn is not None:
         problems.append(torn)
@@ -118,9 +118,7 @@ def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
     for key, (number, item) in calls.items():
         if key not in answers:
             name = f" ({item['name']})" if isinstance(item.get("name"), str) else ""
-            problems.append(
-                Problem(path, number, f"{key[0]} {key[1]!r}{name} has no {CALL_PAIRS[key[0]]}")
-            )
+            problems.append(Problem(path, number, f"{key[0]} {key[1]!r}{name} has no {CALL_PAIRS[key[0]]}"))
     for key, (number, item) in answers.items():
         if key not in calls:
             problems.append(Problem(path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}"))

@@ -432,13 +432,12 @@ def _matching_items(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, item)`` of each item whose line contains ``needle`` (every item without one)."""
     handle = FileHandle(path)
-    fd = handle.acquire(write=False, create=False, timeout=lock_timeout)
-    if fd == MISSING:
-        return
     try:
-        data = storage.read_range(fd, 0, handle.size).removeprefix(codec.BOM)
+        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                return
+            data = storage.read_range(fd, 0, handle.size).removeprefix(codec.BOM)
     finally:
-        handle.release()
         handle.close()
     if needle is None:
         spans: Iterator[tuple[int, bytes]] = enumerate(data.split(b"\n"), 1)

@@ -12,9 +12,9 @@ from typing import Any
 
 from . import storage
 from .codec import encode_items
-from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, fsync_directory
+from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout, fsync_directory
 from .naming import id_for
-from .session import DEFAULT_DIRECTORY, JSONLSession, check_lock_timeout
+from .session import DEFAULT_DIRECTORY, JSONLSession
 
 
 @dataclass(frozen=True)
@@ -72,14 +72,13 @@ class SessionDirectory:
         for session_id, entry in self._entries():
             path = self.directory / entry.name
             handle = FileHandle(path)
-            fd = handle.acquire(write=False, create=False, timeout=self.lock_timeout)
-            if fd == MISSING:
-                continue  # deleted since we listed the folder
             try:
-                file_stat = os.fstat(fd)
-                items = storage.count_items(fd)
+                with handle.locked(write=False, create=False, timeout=self.lock_timeout) as fd:
+                    if fd == MISSING:
+                        continue  # deleted since we listed the folder
+                    file_stat = os.fstat(fd)
+                    items = storage.count_items(fd)
             finally:
-                handle.release()
                 handle.close()
             modified = datetime.fromtimestamp(file_stat.st_mtime, tz=timezone.utc)
             infos.append(SessionInfo(session_id, path, items, file_stat.st_size, modified))
@@ -92,15 +91,15 @@ class SessionDirectory:
         The ``.torn`` sidecar, if any, is kept: it holds bytes nobody has looked at yet.
         """
         handle = FileHandle(self.open(session_id).path)
-        fd = handle.acquire(write=True, create=False, timeout=self.lock_timeout)
-        if fd == MISSING:
-            return False
         try:
-            os.unlink(handle.path)
-            if self.durable:
-                fsync_directory(self.directory)
+            with handle.locked(write=True, create=False, timeout=self.lock_timeout) as fd:
+                if fd == MISSING:
+                    return False
+                os.unlink(handle.path)
+                if self.durable:
+                    fsync_directory(self.directory)
         finally:
-            handle.release(invalidate=True)
+            handle.close()
         return True
 
     def fork(self, source_id: str, target_id: str, *, at: int | None = None) -> JSONLSession:

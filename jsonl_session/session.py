@@ -6,10 +6,13 @@ replaced by an editor or ``git checkout`` is seen by the next call, and one obje
 shared by threads that each run their own event loop (``Runner.run_sync``): no loop-bound
 state is created in ``__init__``.
 
-The async methods try the lock inline first; only when another process holds it do they
-wait, with ``asyncio.sleep``, so the loop never blocks. Once the lock is held the work is
-done synchronously with no ``await`` in between, so a cancelled caller can never leave a
-write half-done.
+The async methods never hold the event loop for more than about a millisecond of file
+work: they yield once, try the lock inline (and only when someone else holds it wait with
+``asyncio.sleep``), do cheap work inline (an append's ``write``, a ``limit`` read of a few
+items, anything on a file of a few tens of KB) and hand the rest to a worker thread: every
+``fdatasync``, full reads, pops and clears of durable sessions. The worker releases the lock
+when it is done, and the caller's wait is shielded, so a cancelled caller never leaves a
+write half-done or the lock held (``AsyncLocked.finish_in_thread``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import storage
 from .codec import encode_items
-from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
+from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
 from .naming import TORN_SUFFIX, filename_for
 from .settings import coerce_settings
 
@@ -32,6 +35,14 @@ if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
 
 DEFAULT_DIRECTORY = "sessions"
+
+__all__ = ["DEFAULT_DIRECTORY", "Draft", "JSONLSession", "check_lock_timeout"]
+
+# Inline on the loop below these sizes (parsing ~64 KB of JSONL takes well under 1 ms); a
+# ``limit`` read costs about limit x line size, so a few dozen items stay inline too.
+_INLINE_FILE_BYTES = 64 * 1024
+_INLINE_LIMIT = 100
+_INLINE_PAYLOAD_BYTES = 256 * 1024
 
 
 class JSONLSession:
@@ -105,26 +116,57 @@ class JSONLSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The newest ``limit`` items, oldest first; all when ``limit`` and the settings' limit are None.
 
-        Costs time and memory proportional to ``limit``, not to the file's size.
+        Costs time and memory proportional to ``limit``, not to the file's size. Large
+        reads run in a worker thread, so the event loop keeps serving other tasks.
         """
         limit = self._resolve_limit(limit)
         if limit == 0:
+            await _yield_once()
             return []
-        return self._read(await self._lock_async(write=False, create=False), limit)
+        lock = self._locked_async(write=False, create=False)
+        async with lock as fd:
+            if fd == MISSING:
+                return []
+            if self._handle.size <= _INLINE_FILE_BYTES or (limit is not None and limit <= _INLINE_LIMIT):
+                return self._read(fd, limit)
+            return await lock.finish_in_thread(self._read, fd, limit)
 
     async def add_items(self, items: Iterable[Any]) -> None:
-        """Append items, one line each, in a single write: readers see all of them or none."""
+        """Append items, one line each, in a single write: readers see all of them or none.
+
+        The ``write`` is done on the loop (it is cheap); the ``fdatasync`` in a worker
+        thread, which then unlocks. Once the write has started, cancelling the caller
+        does not stop it.
+        """
         payload = encode_items(items)  # refuse bad items before touching the file
-        if payload:
-            self._append(await self._lock_async(write=True, create=True), payload)
+        if not payload:
+            return await _yield_once()
+        lock = self._locked_async(write=True, create=True)
+        async with lock as fd:
+            size = self._handle.size
+            if len(payload) > _INLINE_PAYLOAD_BYTES or not storage.ends_cleanly(fd, size):
+                # Big payloads, and torn tails to move aside first (fsyncs a sidecar).
+                await lock.finish_in_thread(self._append, fd, payload, size)
+            else:
+                storage.write_at_end(fd, payload, size, durable=False)
+                if self.durable:
+                    await lock.finish_in_thread(storage.sync_or_undo, fd, size)
 
     async def pop_item(self) -> Any:
         """Remove and return the newest item (None when empty) by truncating its line."""
-        return self._pop(await self._lock_async(write=True, create=False))
+        lock = self._locked_async(write=True, create=False)
+        async with lock as fd:
+            if fd == MISSING or not self.durable:
+                return self._pop(fd)
+            return await lock.finish_in_thread(self._pop, fd)
 
     async def clear_session(self) -> None:
         """Remove every item. The file stays, empty, so followers and git see the clear."""
-        self._clear(await self._lock_async(write=True, create=False))
+        lock = self._locked_async(write=True, create=False)
+        async with lock as fd:
+            if fd == MISSING or not self.durable:
+                return self._clear(fd)
+            return await lock.finish_in_thread(self._clear, fd)
 
     # -- the same, for scripts, threads and test fixtures ------------------------------
 
@@ -133,21 +175,25 @@ class JSONLSession:
         limit = self._resolve_limit(limit)
         if limit == 0:
             return []
-        return self._read(self._lock(write=False, create=False), limit)
+        with self._locked(write=False, create=False) as fd:
+            return self._read(fd, limit)
 
     def add_items_sync(self, items: Iterable[Any]) -> None:
         """Blocking twin of :meth:`add_items`."""
         payload = encode_items(items)
         if payload:
-            self._append(self._lock(write=True, create=True), payload)
+            with self._locked(write=True, create=True) as fd:
+                self._append(fd, payload, self._handle.size)
 
     def pop_item_sync(self) -> Any:
         """Blocking twin of :meth:`pop_item`."""
-        return self._pop(self._lock(write=True, create=False))
+        with self._locked(write=True, create=False) as fd:
+            return self._pop(fd)
 
     def clear_session_sync(self) -> None:
         """Blocking twin of :meth:`clear_session`."""
-        self._clear(self._lock(write=True, create=False))
+        with self._locked(write=True, create=False) as fd:
+            self._clear(fd)
 
     # -- deliberate edits ----------------------------------------------------------------
 
@@ -162,9 +208,7 @@ class JSONLSession:
             >>> with session.rewrite() as draft:                  # doctest: +SKIP
             ...     draft.items = [i for i in draft.items if i.get("role") != "system"]
         """
-        fd = self._lock(write=True, create=True)
-        replaced = False
-        try:
+        with self._locked(write=True, create=True) as fd:
             original = storage.read_items(fd, self.path)
             draft = Draft(items=copy.deepcopy(original))  # in-place edits must not touch `original`
             yield draft
@@ -177,34 +221,26 @@ class JSONLSession:
                 raise
             if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
                 self._replace_locked(fd, payload)
-                replaced = True
-        finally:
-            self._handle.release(invalidate=replaced)
 
     def replace_items_sync(self, items: Iterable[Any]) -> None:
         """Atomically replace the whole history with ``items`` (one rename, under the lock)."""
         payload = encode_items(items)
-        fd = self._lock(write=True, create=True)
-        try:
+        with self._locked(write=True, create=True) as fd:
             self._replace_locked(fd, payload)
-        finally:
-            self._handle.release(invalidate=True)
 
     def _replace_locked(self, fd: int, payload: bytes) -> None:
         # A crashed writer's partial line is not an item, so it is not in `payload`: save it
         # to the sidecar first rather than let the rename throw it away.
+        self._handle.replaced()  # the next call opens the new file
         storage.repair_tail(fd, self.path, durable=self.durable)
         storage.replace(fd, self.path, payload, durable=self.durable)
 
     def repair_sync(self) -> bytes | None:
         """Move a torn last line to :attr:`sidecar_path` now; return the bytes moved, if any."""
-        fd = self._lock(write=True, create=False)
-        if fd == MISSING:
-            return None
-        try:
+        with self._locked(write=True, create=False) as fd:
+            if fd == MISSING:
+                return None
             return storage.repair_tail(fd, self.path, durable=self.durable)
-        finally:
-            self._handle.release()
 
     # -- following a live conversation (see ``watch``) -------------------------------------
 
@@ -236,51 +272,37 @@ class JSONLSession:
             raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
         return limit
 
-    def _lock(self, *, write: bool, create: bool) -> int:
-        return self._handle.acquire(write=write, create=create, timeout=self.lock_timeout)
+    def _locked(self, *, write: bool, create: bool) -> Locked:
+        return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
 
-    async def _lock_async(self, *, write: bool, create: bool) -> int:
-        return await self._handle.acquire_async(write=write, create=create, timeout=self.lock_timeout)
+    def _locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
+        return self._handle.locked_async(write=write, create=create, timeout=self._lock_timeout)
+
+    # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).
 
     def _read(self, fd: int, limit: int | None) -> list[Any]:
         if fd == MISSING:
             return []
-        try:
-            return storage.read_items(fd, self.path, limit, size=self._handle.size)
-        finally:
-            self._handle.release()
+        return storage.read_items(fd, self.path, limit, size=self._handle.size)
 
-    def _append(self, fd: int, payload: bytes) -> None:
-        try:
-            storage.append(fd, self.path, payload, durable=self.durable, size=self._handle.size)
-        finally:
-            self._handle.release()
+    def _append(self, fd: int, payload: bytes, size: int) -> None:
+        storage.append(fd, self.path, payload, durable=self.durable, size=size)
 
     def _pop(self, fd: int) -> Any:
         if fd == MISSING:
             return None
-        try:
-            return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
-        finally:
-            self._handle.release()
+        return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
 
     def _clear(self, fd: int) -> None:
-        if fd == MISSING:
-            return
-        try:
+        if fd != MISSING:
             storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
-        finally:
-            self._handle.release()
 
 
-def check_lock_timeout(value: Any) -> float:
-    """A lock wait must be bounded: refuse None, negatives, NaN and non-numbers up front."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(
-            f"lock_timeout must be a number of seconds >= 0, not {value!r} "
-            "(waiting forever for another process is never the default)"
-        )
-    return float(value)
+async def _yield_once() -> None:
+    """Let other tasks run once: every async call yields to the loop, even one with nothing to do."""
+    import asyncio  # not at import time: the CLI starts without asyncio
+
+    await asyncio.sleep(0)
 
 
 def _encoding_or_none(items: list[Any]) -> bytes | None:

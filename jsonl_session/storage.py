@@ -24,7 +24,7 @@ from typing import Any
 
 from . import codec
 from .errors import MalformedLineError, TornTailWarning, UnsafePathError
-from .locking import fsync_directory
+from .files import fsync_directory
 from .naming import TORN_SUFFIX
 
 # First read from the end: enough for the last line, or for ``limit`` lines of a typical
@@ -69,6 +69,11 @@ def append(fd: int, path: Path, payload: bytes, *, durable: bool, size: int | No
     write_at_end(fd, payload, size, durable=durable)
 
 
+def ends_cleanly(fd: int, size: int) -> bool:
+    """True when an append can go straight to the end: the file is empty or ends with a newline."""
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+
+
 def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) -> None:
     """Write ``payload`` to the end of the file, or leave the file at ``size_before`` and raise."""
     try:
@@ -80,13 +85,29 @@ def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) ->
         if durable:
             _fdatasync(fd)
     except BaseException:
-        # A short write (ENOSPC, EFBIG, EIO) or failed fsync: take back what did land so
-        # the file is exactly as before the call. Best effort: the original error wins.
-        try:
-            os.ftruncate(fd, size_before)
-        except OSError:
-            pass
+        _undo_append(fd, size_before)
         raise
+
+
+def sync_or_undo(fd: int, size_before: int) -> None:
+    """``fdatasync`` an append; if that fails, cut the file back to ``size_before`` and raise.
+
+    The async ``add_items`` writes on the loop and runs this in a worker thread.
+    """
+    try:
+        _fdatasync(fd)
+    except BaseException:
+        _undo_append(fd, size_before)
+        raise
+
+
+def _undo_append(fd: int, size_before: int) -> None:
+    """A short write (ENOSPC, EFBIG, EIO) or failed fsync: take back what did land so the
+    file is exactly as before the call. Best effort: the original error wins."""
+    try:
+        os.ftruncate(fd, size_before)
+    except OSError:
+        pass
 
 
 def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
