@@ -50,6 +50,8 @@ def test_core_imports_and_works_without_agents(tmp_path: Path) -> None:
         print("ok")
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
