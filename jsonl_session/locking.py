@@ -29,8 +29,10 @@ append itself. Keeping it raises two races, both handled after the lock is taken
 The token and the ``flock`` change together inside ``with self._state`` (an ``RLock``, whose
 C ``__enter__``/``__exit__`` leave no gap), and each step that can raise undoes what it did.
 The one gap Python leaves is the first instruction of a context manager's ``__exit__``: an
-exception there skips it, so the lock object releases the lock when it is garbage-collected,
-which CPython does as soon as the exception is handled (``tests/test_lock_signals.py``).
+exception there skips it, so a weak reference to the lock object releases the lock when that
+object is freed, which CPython does as soon as the exception is handled
+(``tests/test_lock_signals.py``). No ``__del__`` runs on the normal path, where a signal's
+exception would be swallowed.
 
 **Fork.** ``flock`` locks are shared with a forked child through the inherited descriptor, so
 an idle child would keep a dead writer's lock alive. Every :class:`FileHandle` is registered
@@ -47,12 +49,13 @@ Example:
 from __future__ import annotations
 
 import fcntl
+import functools
 import itertools
 import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
@@ -171,6 +174,7 @@ class FileHandle:
         self._holder = 0  # token of the Locked/AsyncLocked holding the lock, 0 when free
         self._holder_thread = 0  # to refuse a same-thread deadlock
         self._reopen = False  # drop the descriptor on release (the file was replaced)
+        self._abandoned: weakref.ref[object] | None = None  # see _try_lock
         self._legacy: Locked | None = None
         close_in_forked_child(self)
 
@@ -244,6 +248,7 @@ class FileHandle:
         self._state = threading.RLock()
         self._holder = self._holder_thread = 0
         self._reopen = False
+        self._abandoned = None
         self._legacy = None
 
     # -- the hand-written protocol, kept for callers not yet on locked() --------------------
@@ -272,11 +277,15 @@ class FileHandle:
 
     # -- the protocol: every change of state happens under self._state ---------------------
 
-    def _try_lock(self, token: int, write: bool, create: bool, thread: int) -> int:
-        """Take the lock for ``token`` without waiting: the fd, ``BUSY`` or ``MISSING``."""
+    def _try_lock(self, owner: object, token: int, write: bool, create: bool, thread: int) -> int:
+        """Take the lock for ``owner`` (a lock block) without waiting: the fd, ``BUSY`` or ``MISSING``."""
         with self._state:
             if self._holder:
                 return BUSY
+            # If ``owner`` is dropped still holding the lock (a signal handler raised before
+            # its __exit__'s first line), this releases it. Normally the release drops the
+            # reference first and the callback never runs.
+            abandoned = weakref.ref(owner, functools.partial(self._release, token))
             try:
                 for _ in range(100):  # each retry means the file was replaced under us: rare
                     fd = self._descriptor(write=write, create=create)
@@ -287,7 +296,7 @@ class FileHandle:
                     if self._still_current(fd):
                         # No call between these two lines and the return, so no signal
                         # handler can run in between.
-                        self._holder, self._holder_thread = token, thread
+                        self._holder, self._holder_thread, self._abandoned = token, thread, abandoned
                         return fd
                     fcntl.flock(fd, fcntl.LOCK_UN)
                     self._drop()
@@ -299,12 +308,13 @@ class FileHandle:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
                 raise
 
-    def _release(self, token: int) -> None:
+    def _release(self, token: int, _: object = None) -> None:
         """Unlock if ``token`` still holds the lock (calling it twice is harmless)."""
         with self._state:
             if self._holder != token:
                 return
             self._holder = self._holder_thread = 0
+            self._abandoned = None
             try:
                 if self._fd is not None:
                     # Unlock explicitly even when closing: a forked child may share the open
@@ -315,9 +325,11 @@ class FileHandle:
                     self._reopen = False
                     self._drop()
 
-    def _lock_waiting(self, token: int, write: bool, create: bool, timeout: float | None) -> int:
+    def _lock_waiting(
+        self, owner: object, token: int, write: bool, create: bool, timeout: float | None
+    ) -> int:
         thread = threading.get_ident()
-        fd = self._try_lock(token, write, create, thread)
+        fd = self._try_lock(owner, token, write, create, thread)
         if fd != BUSY or timeout is None:
             return fd
         if self._holder and self._holder_thread == thread:
@@ -328,16 +340,18 @@ class FileHandle:
             if remaining <= 0:
                 break
             time.sleep(min(delay, remaining))
-            fd = self._try_lock(token, write, create, thread)
+            fd = self._try_lock(owner, token, write, create, thread)
             if fd != BUSY:
                 return fd
         raise LockTimeout(self.path, timeout)
 
-    async def _lock_polling(self, token: int, write: bool, create: bool, timeout: float) -> int:
+    async def _lock_polling(
+        self, owner: object, token: int, write: bool, create: bool, timeout: float
+    ) -> int:
         import asyncio  # here, not at import time: the CLI starts without asyncio
 
         thread = threading.get_ident()
-        fd = self._try_lock(token, write, create, thread)
+        fd = self._try_lock(owner, token, write, create, thread)
         if fd != BUSY:
             return fd
         deadline = time.monotonic() + timeout
@@ -346,7 +360,7 @@ class FileHandle:
             if remaining <= 0:
                 break
             await asyncio.sleep(min(delay, remaining))
-            fd = self._try_lock(token, write, create, thread)
+            fd = self._try_lock(owner, token, write, create, thread)
             if fd != BUSY:
                 return fd
         raise LockTimeout(self.path, timeout)
@@ -401,7 +415,7 @@ class Locked:
         ...     if fd != MISSING: os.ftruncate(fd, 0)
     """
 
-    __slots__ = ("_create", "_handle", "_timeout", "_token", "_write")
+    __slots__ = ("__weakref__", "_create", "_handle", "_timeout", "_token", "_write")
 
     def __init__(self, handle: FileHandle, write: bool, create: bool, timeout: float | None) -> None:
         self._handle = handle
@@ -412,7 +426,7 @@ class Locked:
     def __enter__(self) -> int:
         handle = self._handle
         try:
-            return handle._lock_waiting(self._token, self._write, self._create, self._timeout)
+            return handle._lock_waiting(self, self._token, self._write, self._create, self._timeout)
         except BaseException:
             handle._release(self._token)  # a signal handler raised after the lock was taken
             raise
@@ -421,13 +435,6 @@ class Locked:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self._handle._release(self._token)
-
-    def __del__(self) -> None:
-        # A signal handler that raises before __exit__'s first line skips the release:
-        # release here, when the exception that did it is dropped.
-        handle = self._handle
-        if handle._holder == self._token:
-            handle._release(self._token)
 
 
 class AsyncLocked:
@@ -440,7 +447,7 @@ class AsyncLocked:
         ...     await lock.finish_in_thread(os.fdatasync, fd)  # unlocks in the thread
     """
 
-    __slots__ = ("_create", "_handed_off", "_handle", "_timeout", "_token", "_write")
+    __slots__ = ("__weakref__", "_create", "_handed_off", "_handle", "_timeout", "_token", "_write")
 
     def __init__(self, handle: FileHandle, write: bool, create: bool, timeout: float) -> None:
         self._handle = handle
@@ -457,16 +464,20 @@ class AsyncLocked:
         if self._create and handle._fd is None and handle.durable:
             await asyncio.to_thread(handle._open_ahead, self._write)
         try:
-            return await handle._lock_polling(self._token, self._write, self._create, self._timeout)
+            return await handle._lock_polling(self, self._token, self._write, self._create, self._timeout)
         except BaseException:
             handle._release(self._token)  # cancelled, or a signal, after the lock was taken
             raise
 
-    async def __aexit__(
+    def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
+    ) -> Awaitable[None]:
+        # A plain method that releases at once and returns a finished awaitable: a coroutine
+        # would hold this object, and one created but never awaited (a signal in between)
+        # can be kept alive by whoever records its RuntimeWarning.
         if not self._handed_off:
             self._handle._release(self._token)
+        return _DONE
 
     async def finish_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.
@@ -488,10 +499,17 @@ class AsyncLocked:
         finally:
             self._handle._release(self._token)
 
-    def __del__(self) -> None:
-        handle = self._handle
-        if handle._holder == self._token:
-            handle._release(self._token)
+
+class _Done:
+    """An awaitable that is already finished."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield from ()
+
+
+_DONE = _Done()
 
 
 def _lock_nonblocking(fd: int, *, write: bool) -> bool:
