@@ -37,7 +37,8 @@ from .directory import SessionDirectory
 from .errors import JSONLSessionError
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .session import JSONLSession
-from .transcript import Style, label, render, text_of
+from .terminal import printable
+from .transcript import Style, heading, label, render, text_of
 
 PROG = "jsonl-session"
 DIR_ENV = "JSONL_SESSION_DIR"
@@ -88,8 +89,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    from .cli_history import mark, print_tree
+
     infos = _directory(args).list()
     out = sys.stdout
+    if args.tree and not args.json and infos:
+        print_tree(infos)
+        return 0
     if args.json:
         for info in infos:
             _json_line(
@@ -99,22 +105,32 @@ def cmd_ls(args: argparse.Namespace) -> int:
                     "size": info.size,
                     "modified": info.modified.isoformat(timespec="seconds"),
                     "path": str(info.path),
+                    "paused": info.paused,
+                    "forked_from": info.forked_from,
                 }
             )
         return 0
     if not infos:
-        print(f"no sessions in {args.dir}", file=sys.stderr)
+        _note(f"no sessions in {args.dir}")
         return 0
-    width = max(2, *(len(info.session_id) for info in infos))
-    out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  MODIFIED (UTC)\n")
-    for info in infos:
+    shown = [printable(info.session_id) for info in infos]
+    width = max(2, *(len(session_id) for session_id in shown))
+    marks = [printable(mark(info)) for info in infos]
+    note = "  NOTE" if any(marks) else ""
+    out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  {'MODIFIED (UTC)':<19}{note}".rstrip() + "\n")
+    for info, session_id, marked in zip(infos, shown, marks):
         modified = info.modified.strftime("%Y-%m-%d %H:%M:%S")
-        out.write(f"{info.session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}\n")
+        row = f"{session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}  {marked}"
+        out.write(row.rstrip() + "\n")
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     session = _existing(args, args.id)
+    if args.turns:
+        from .cli_history import show_turns
+
+        return show_turns(args, session)
     items = session.get_items_sync()
     first = 1
     if args.n is not None:
@@ -139,7 +155,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     else:
         items = [{"role": args.role, "content": args.text}]
     session.add_items_sync(items)
-    print(f"{args.id}: added {len(items)} item{_s(len(items))}", file=sys.stderr)
+    _note(f"{args.id}: added {len(items)} item{_s(len(items))}")
     return 0
 
 
@@ -157,7 +173,7 @@ def cmd_clear(args: argparse.Namespace) -> int:
     if not args.yes and not _confirm(f"clear all {count} item{_s(count)} of {args.id}?"):
         raise Failure(f"{args.id}: not cleared")
     session.clear_session_sync()
-    print(f"{args.id}: cleared {count} item{_s(count)}", file=sys.stderr)
+    _note(f"{args.id}: cleared {count} item{_s(count)}")
     return 0
 
 
@@ -167,16 +183,22 @@ def cmd_rm(args: argparse.Namespace) -> int:
         raise Failure(f"{args.id}: not deleted")
     if not _directory(args).delete(args.id):
         raise Failure(f"{args.id}: no such session in {args.dir}")
-    print(f"{args.id}: deleted {session.path}", file=sys.stderr)
+    _note(f"{args.id}: deleted {session.path}")
     return 0
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
     _existing(args, args.source)
-    target = _directory(args).fork(args.source, args.target, at=args.at)
+    target = _directory(args).fork(args.source, args.target, at=args.at, at_turn=args.at_turn)
     count = len(target.get_items_sync())
-    print(f"{args.target}: forked {count} item{_s(count)} from {args.source}", file=sys.stderr)
+    _note(f"{args.target}: forked {count} item{_s(count)} from {args.source}")
     return 0
+
+
+def cmd_rewind(args: argparse.Namespace) -> int:
+    from .cli_history import cmd_rewind as rewind
+
+    return rewind(args)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -199,11 +221,11 @@ def cmd_check(args: argparse.Namespace) -> int:
                     }
                 )
             else:
-                print(("fixed: " if problem.fixed else "") + str(problem))
+                print(("fixed: " if problem.fixed else "") + printable(str(problem)))
     summary = f"checked {len(paths)} file{_s(len(paths))}: {found} problem{_s(found)}"
     if args.fix:
         summary += f", {found - remaining} fixed"
-    print(summary, file=sys.stderr)
+    _note(summary)
     return 1 if remaining else 0
 
 
@@ -212,10 +234,9 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
     findings = redact_session(_existing(args, args.id))
     for finding in findings:
-        print(
-            f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]"
-        )
-    print(f"{args.id}: redacted {len(findings)} secret{_s(len(findings))}", file=sys.stderr)
+        where = f"{finding.path}:{finding.line}"
+        print(printable(f"{where}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]"))
+    _note(f"{args.id}: redacted {len(findings)} secret{_s(len(findings))}")
     return 0
 
 
@@ -241,7 +262,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
                     raise Failure(f"{args.id}: edit abandoned; session left unchanged") from None
         draft.items = items
     after = len(items)
-    print(f"{args.id}: saved ({before} -> {after} item{_s(after)})", file=sys.stderr)
+    _note(f"{args.id}: saved ({before} -> {after} item{_s(after)})")
     return 0
 
 
@@ -260,7 +281,7 @@ def cmd_grep(args: argparse.Namespace) -> int:
         session = _existing(args, session_id) if args.ids else _open(args, session_id)
         for number, item in _matching_items(session.path, needle, args.ignore_case, args.lock_timeout):
             role = label(item)
-            if args.role is not None and role != args.role:
+            if args.role is not None and args.role not in (role, heading(item)):
                 continue
             text = text_of(item)
             match = pattern.search(text)
@@ -270,7 +291,8 @@ def cmd_grep(args: argparse.Namespace) -> int:
             if args.json:
                 _json_line({"id": session_id, "line": number, "role": role, "text": text})
             else:
-                write(f"{session_id}:{number}: {style.role(role)}: {_snippet(text, match, style)}\n")
+                head = style.role(printable(heading(item)))
+                write(f"{printable(session_id)}:{number}: {head}: {_snippet(text, match, style)}\n")
     return 0 if matches else 1
 
 
@@ -289,6 +311,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
             if item.get("type") == "function_call":
                 tools[str(item.get("name", "?"))] += 1
     tool_calls = sum(tools.values())
+    from .cli_history import print_usage, usage_stats
+
+    per_session, overall = usage_stats(args, ids)
     if args.json:
         _json_line(
             {
@@ -298,19 +323,21 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 "tool_calls": tool_calls,
                 "by_role": dict(labels.most_common()),
                 "tools": dict(tools.most_common()),
+                "tokens": {"total": overall, "by_session": per_session},
             }
         )
         return 0
-    scope = args.id or f"{len(ids)} session{_s(len(ids))}"
+    scope = printable(args.id) if args.id else f"{len(ids)} session{_s(len(ids))}"
     print(
         f"{scope}: {items} item{_s(items)}, {characters} characters, {tool_calls} tool call{_s(tool_calls)}"
     )
     for name, count in labels.most_common():
-        print(f"  {name:<24} {count:>7}")
+        print(f"  {printable(name):<24} {count:>7}")
     if tools:
         print("tools:")
         for name, count in tools.most_common():
-            print(f"  {name:<24} {count:>7}")
+            print(f"  {printable(name):<24} {count:>7}")
+    print_usage(per_session, overall)
     return 0
 
 
@@ -374,7 +401,7 @@ def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
     """
     style = _style(sys.stdout)
     if not session.path.is_file():
-        print(f"{args.id}: no such session in {args.dir} yet; waiting for it", file=sys.stderr)
+        _note(f"{args.id}: no such session in {args.dir} yet; waiting for it")
     with session.watch_sync(start=args.n, raise_interrupt=False) as changes:
         for change in changes:
             if args.json:
@@ -429,7 +456,7 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
                 }
             )
         else:
-            print(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}")
+            print(printable(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}"))
     if findings:
         print(
             f"{len(findings)} secret{_s(len(findings))} found; `{PROG} redact ID` replaces them",
@@ -508,7 +535,11 @@ def _snippet(text: str, match: re.Match[str], style: Style) -> str:
     """About SNIPPET characters around the match, on one line, the match highlighted."""
     start = max(0, match.start() - SNIPPET // 3)
     end = min(len(text), max(match.end(), start + SNIPPET))
-    window = text[start : match.start()] + style.match(match.group()) + text[match.end() : end]
+    window = (
+        printable(text[start : match.start()])
+        + style.match(printable(match.group()))
+        + printable(text[match.end() : end])
+    )
     # split/join squashes newlines and runs of spaces 4x faster than a regex (colour codes have no spaces)
     return ("…" if start else "") + " ".join(window.split()) + ("…" if end < len(text) else "")
 
@@ -524,6 +555,11 @@ async def _copy_to_url(source: JSONLSession, url: str, target_id: str) -> int:
         f"{source.session_id}: exported {count} item{_s(count)} to {_shown(url)} as {target_id}",
         file=sys.stderr,
     )
+    from .cli_history import metadata_left_behind
+
+    left = metadata_left_behind(source)
+    if left:
+        _note(f"{source.session_id}: {left} stay in {source.directory} (the backend stores items only)")
     return 0
 
 
@@ -545,7 +581,7 @@ async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
         count = await copy_session(fetched, target, progress=_progress_bar("import"))
     if not count:
         raise Failure(f"{_shown(url)}: session {source_id!r} has no items (wrong --id?)")
-    print(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}", file=sys.stderr)
+    _note(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}")
     return 0
 
 
@@ -632,12 +668,17 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _note(message: str) -> None:
+    """One line for the person at the terminal (stderr), control characters escaped."""
+    print(printable(message), file=sys.stderr)
+
+
 def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    _note(f"{PROG}: error: {message}")
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr)
+    _note(f"{PROG}: warning: {message}")
 
 
 def _quiet_broken_pipe() -> int:
@@ -706,14 +747,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(command=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    _command(
+    ls = _command(
         commands,
         "ls",
         cmd_ls,
-        "list sessions: item count, size, last modified, newest first",
-        f"{PROG} ls --dir sessions",
+        "list sessions: item count, size, last modified, newest first; marks paused runs and forks",
+        f"{PROG} ls --dir sessions\n{PROG} ls --tree",
         json=True,
     )
+    ls.add_argument("--tree", action="store_true", help="show forks under the session they were forked from")
 
     show = _command(
         commands,
@@ -724,7 +766,12 @@ def build_parser() -> argparse.ArgumentParser:
         json=True,
     )
     show.add_argument("id", help="session id")
-    show.add_argument("-n", type=_count, metavar="N", help="only the newest N items")
+    show.add_argument("-n", type=_count, metavar="N", help="only the newest N items (with --turns: turns)")
+    show.add_argument(
+        "--turns",
+        action="store_true",
+        help="one line per turn: number, items, when it ran and its tokens (if recorded), the question",
+    )
 
     tail = _command(
         commands,
@@ -772,7 +819,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "rm",
         cmd_rm,
-        "delete a session's file (its .torn sidecar is kept)",
+        "delete a session and its metadata (its .torn sidecar is kept)",
         f"{PROG} rm convo_123 --yes",
     )
     rm.add_argument("id", help="session id")
@@ -782,12 +829,30 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "fork",
         cmd_fork,
-        "copy a session (or its first N items) to a new id",
-        f"{PROG} fork convo_123 convo_123-retry --at 4",
+        "copy a session (or its first N items or turns) to a new id, recording its lineage",
+        f"{PROG} fork convo_123 convo_123-retry --at 4\n{PROG} fork convo_123 convo_123-b --at-turn 2",
     )
     fork.add_argument("source", metavar="SRC", help="session to copy")
     fork.add_argument("target", metavar="DST", help="new session id (must not have items)")
-    fork.add_argument("--at", type=_count, metavar="N", help="copy only the first N items")
+    at = fork.add_mutually_exclusive_group()
+    at.add_argument("--at", type=_count, metavar="N", help="copy only the first N items")
+    at.add_argument(
+        "--at-turn",
+        type=_count,
+        metavar="K",
+        help="copy only the first K whole turns (to redo turn K, give K-1)",
+    )
+
+    rewind = _command(
+        commands,
+        "rewind",
+        cmd_rewind,
+        "remove whole turns from the end (one locked truncation) and print what was removed",
+        f"{PROG} rewind convo_123\n{PROG} rewind convo_123 --turns 2",
+        json=True,
+    )
+    rewind.add_argument("id", help="session id")
+    rewind.add_argument("--turns", type=_count, default=1, metavar="N", help="how many turns (default 1)")
 
     check = _command(
         commands,
@@ -829,7 +894,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grep.add_argument("pattern", metavar="PATTERN", help="Python regular expression")
     grep.add_argument("ids", nargs="*", metavar="ID", help="sessions to search (default: all)")
-    grep.add_argument("--role", help="only items with this role (or type, e.g. function_call)")
+    grep.add_argument(
+        "--role", help="only items with this role, or as shown (tool call), or this type (function_call)"
+    )
     grep.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
 
     stats = _command(

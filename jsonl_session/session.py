@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import storage
 from .codec import encode_items
+from .features import SessionFeatures
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
 from .naming import TORN_SUFFIX, filename_for
 from .settings import coerce_settings
+from .turns import newest_turns
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
@@ -45,7 +47,7 @@ _INLINE_LIMIT = 100
 _INLINE_PAYLOAD_BYTES = 256 * 1024
 
 
-class JSONLSession:
+class JSONLSession(SessionFeatures):
     """Conversation history for the Agents SDK, stored as ``<directory>/<session_id>.jsonl``.
 
     Args:
@@ -58,6 +60,9 @@ class JSONLSession:
             e.g. in bulk imports: a power loss may then lose the newest writes.
         lock_timeout: Seconds to wait for another process's lock before raising
             :class:`~jsonl_session.LockTimeout`.
+        turn_limit: When no item limit applies, ``get_items()`` returns the newest this
+            many whole turns (a user message and what follows it), so the history never
+            starts with a tool output cut from its call. Not together with a settings limit.
 
     Example:
         >>> from agents import Agent, Runner                     # doctest: +SKIP
@@ -76,6 +81,7 @@ class JSONLSession:
         session_settings: Any = None,
         durable: bool = True,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        turn_limit: int | None = None,
     ) -> None:
         self.session_id = session_id
         self.directory = Path(directory)
@@ -84,6 +90,12 @@ class JSONLSession:
         self.durable = durable
         self.lock_timeout = lock_timeout
         self._handle = FileHandle(self.path, durable=durable)
+        if turn_limit is not None:
+            if isinstance(turn_limit, bool) or not isinstance(turn_limit, int) or turn_limit < 0:
+                raise ValueError(f"turn_limit must be a non-negative int or None, not {turn_limit!r}")
+            if getattr(self._session_settings, "limit", None) is not None:
+                raise ValueError("give turn_limit or a session_settings limit, not both")
+        self.turn_limit = turn_limit
 
     @property
     def lock_timeout(self) -> float:
@@ -116,7 +128,8 @@ class JSONLSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The newest ``limit`` items, oldest first; all when ``limit`` and the settings' limit are None.
 
-        Costs time and memory proportional to ``limit``, not to the file's size. Large
+        Without an item limit, ``turn_limit`` (if set) returns the newest whole turns instead.
+        Costs time and memory proportional to what is returned, not to the file's size. Large
         reads run in a worker thread, so the event loop keeps serving other tasks.
         """
         limit = self._resolve_limit(limit)
@@ -283,6 +296,8 @@ class JSONLSession:
     def _read(self, fd: int, limit: int | None) -> list[Any]:
         if fd == MISSING:
             return []
+        if limit is None and self.turn_limit is not None:
+            return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
         return storage.read_items(fd, self.path, limit, size=self._handle.size)
 
     def _append(self, fd: int, payload: bytes, size: int) -> None:
