@@ -30,6 +30,7 @@ __all__ = [
     "InvalidSessionId",
     "ItemNotStorableError",
     "JSONLSessionError",
+    "LockReentryError",
     "LockTimeout",
     "MalformedLineError",
     "ReadOnlySessionError",
