@@ -122,9 +122,9 @@ async def full_read_stall(kind: str, directory: Path, size: int, reads: int) -> 
     for _ in range(reads):
         with LagProbe() as probe:
             await asyncio.sleep(0.01)
-            start = time.perf_counter()
+            began = time.perf_counter()
             got = await session.get_items()
-            durations.append((time.perf_counter() - start) * 1000)
+            durations.append((time.perf_counter() - began) * 1000)
             await asyncio.sleep(0.005)  # the probe's last wake-up after the read
         assert len(got) == size, (kind, len(got))
         del got
