@@ -16,11 +16,12 @@ from jsonl_session import JSONLSession
 CTX = mp.get_context("spawn")
 
 
-def _writer_that_forks_an_idle_worker(directory: str, inside: Any, pids: Any) -> None:
+def _writer_that_forks_an_idle_worker(directory: str, idle: Any, inside: Any, pids: Any) -> None:
     session = JSONLSession("forked", directory)
     session.add_items_sync([{"a": 1}])  # the session object now keeps a descriptor open
     child = os.fork()
     if child == 0:  # an idle worker (a multiprocessing "fork" worker, a pre-forked server)
+        idle.set()  # fork() has returned here, so the at-fork hooks have run
         time.sleep(120)
         os._exit(0)
     pids.send(child)
@@ -41,14 +42,16 @@ def _open_paths(pid: int) -> set[str]:
 
 
 def test_a_writer_killed_inside_rewrite_leaves_no_lock_with_its_idle_forked_child(sessions_dir: Path) -> None:
-    inside = CTX.Event()
+    idle, inside = CTX.Event(), CTX.Event()
     receive, send = CTX.Pipe(duplex=False)
-    writer = CTX.Process(target=_writer_that_forks_an_idle_worker, args=(str(sessions_dir), inside, send))
+    writer = CTX.Process(
+        target=_writer_that_forks_an_idle_worker, args=(str(sessions_dir), idle, inside, send)
+    )
     writer.start()
     child = None
     try:
         child = receive.recv()
-        assert inside.wait(60)
+        assert inside.wait(60) and idle.wait(60)
         path = sessions_dir / "forked.jsonl"
         assert str(path) not in _open_paths(child)  # closed right after fork: the child holds nothing
         assert not another_process_can_lock(path)  # the writer holds it, inside rewrite()
