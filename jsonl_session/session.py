@@ -17,7 +17,6 @@ write half-done or the lock held (``AsyncLocked.finish_in_thread``).
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import storage
-from .codec import encode_items
+from .codec import encode_items, identical
 from .features import SessionFeatures
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
 from .naming import TORN_SUFFIX, filename_for
@@ -208,6 +207,21 @@ class JSONLSession(SessionFeatures):
         with self._locked(write=True, create=False) as fd:
             self._clear(fd)
 
+    def count_items_sync(self) -> int:
+        """How many items the session holds, counted by streaming the file: memory stays flat.
+
+        Lines are counted, not parsed (``check`` finds bad ones), so this is what ``ls``
+        shows; ``jsonl-session show -n`` numbers the newest items with it.
+
+        Example:
+            >>> session.count_items_sync()                        # doctest: +SKIP
+            42
+        """
+        with self._locked(write=False, create=False) as fd:
+            if fd == MISSING:
+                return 0
+            return storage.count_items(fd)
+
     # -- deliberate edits ----------------------------------------------------------------
 
     @contextmanager
@@ -223,14 +237,16 @@ class JSONLSession(SessionFeatures):
         """
         with self._locked(write=True, create=True) as fd:
             original = storage.read_items(fd, self.path)
-            draft = Draft(items=copy.deepcopy(original))  # in-place edits must not touch `original`
+            # Parsing again is the copy that in-place edits may change: cheaper than
+            # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
+            draft = Draft(items=storage.read_items(fd, self.path))
             yield draft
             before = _encoding_or_none(original)
             try:
                 payload = encode_items(draft.items)
             except ValueError:
-                if before is None and draft.items == original:
-                    return  # unchanged, though it could not be written (hand-edited huge ints)
+                if before is None and identical(draft.items, original):
+                    return  # unchanged, though it cannot be written (huge ints, deep nesting)
                 raise
             if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
                 self._replace_locked(fd, payload)
