@@ -26,7 +26,7 @@ from . import storage
 from .codec import encode_items
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .naming import TORN_SUFFIX, filename_for
-from .settings import coerce_settings
+from .settings import as_sdk_settings, coerce_settings
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
@@ -42,7 +42,8 @@ class JSONLSession:
             ``-`` are the file name; others are percent-encoded (see ``naming``).
         directory: Folder of session files, created (0700) on first write.
         session_settings: The SDK's ``SessionSettings`` or a dict such as ``{"limit": 50}``;
-            its ``limit`` applies when ``get_items()`` is called without one.
+            its ``limit`` applies when ``get_items()`` is called without one. Read back, it is
+            the SDK's ``SessionSettings`` whenever ``agents`` is imported.
         durable: fsync every write (default). ``False`` trades crash-safety for speed,
             e.g. in bulk imports: a power loss may then lose the newest writes.
         lock_timeout: Seconds to wait for another process's lock before raising
@@ -69,6 +70,7 @@ class JSONLSession:
         self.session_id = session_id
         self.directory = Path(directory)
         self.path = self.directory / filename_for(session_id)
+        self._session_settings: Any = None
         self.session_settings = session_settings
         self.durable = durable
         self.lock_timeout = lock_timeout
@@ -85,8 +87,14 @@ class JSONLSession:
 
     @property
     def session_settings(self) -> Any:
-        """An object with ``.limit`` and ``.resolve()`` (ours, or the SDK's if you passed one)."""
-        return self._session_settings
+        """The SDK's ``SessionSettings`` once ``agents`` is imported; our look-alike before (see ``settings``).
+
+        The conversion happens on read, so a session made before ``import agents`` still hands
+        the SDK its own type (``EncryptedSession`` and the Runner accept nothing else).
+        """
+        settings = as_sdk_settings(self._session_settings)
+        self._session_settings = settings  # converted once: the same object on every read
+        return settings
 
     @session_settings.setter
     def session_settings(self, value: Any) -> None:
