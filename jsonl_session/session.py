@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import storage
+from . import compaction, storage
 from .codec import encode_items
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .naming import TORN_SUFFIX, filename_for
@@ -213,6 +213,16 @@ class JSONLSession:
             return storage.repair_tail(fd, self.path, durable=self.durable)
         finally:
             self._handle.release()
+
+    # -- hooks the SDK's compaction wrapper looks for (see ``compaction``) ------------------
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        """Replace the whole history in one rename (the SDK would otherwise clear, then add)."""
+        return await compaction.atomic_replace(self, items)
+
+    async def _get_compaction_snapshot(self, limit: int, *, prune_prefix: Any = None) -> Any:
+        """The newest ``limit`` items and a ``replace_suffix`` that swaps them in one rename."""
+        return await compaction.snapshot(self, limit, prune_prefix)
 
     # -- following a live conversation (see ``watch``) -------------------------------------
 
