@@ -537,7 +537,8 @@ async def _backend_errors(url: str) -> AsyncIterator[None]:
     except (Failure, JSONLSessionError, ValueError):
         raise
     except Exception as exc:  # noqa: BLE001  (redis.ConnectionError, sqlalchemy OperationalError...)
-        raise Failure(f"{_shown(url)}: {type(exc).__name__}: {exc}") from None
+        first_line = (str(exc).strip().splitlines() or [""])[0]  # SQLAlchemy appends "(Background on ...)"
+        raise Failure(f"{_shown(url)}: {type(exc).__name__}: {first_line}") from None
 
 
 def _shown(url: str) -> str:

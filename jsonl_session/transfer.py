@@ -9,13 +9,16 @@ URLs understood by :func:`open_url`:
 
 * ``sqlite:///path.db``: the SDK's ``SQLiteSession`` (relative path; ``sqlite:////abs.db``
   for an absolute one, as in SQLAlchemy);
-* any other SQLAlchemy async URL (``sqlite+aiosqlite:///x.db``, ``postgresql+asyncpg://...``):
+* ``postgresql://user:password@host:5432/db`` (or ``postgres://``): ``SQLAlchemySession`` with
+  the asyncpg driver (needs ``jsonl-session[postgresql]``); same as ``postgresql+asyncpg://``;
+* any other SQLAlchemy async URL (``sqlite+aiosqlite:///x.db``, ``mysql+aiomysql://...``):
   ``SQLAlchemySession`` (needs ``jsonl-session[sqlalchemy]``, or the URL's own driver);
 * ``redis://``, ``rediss://``, ``unix://``: ``RedisSession`` (needs ``jsonl-session[redis]``).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -112,6 +115,16 @@ def _redis_session(url: str, session_id: str) -> Any:
 
 
 def _sqlalchemy_session(url: str, session_id: str) -> Any:
+    scheme, rest = url.split(":", 1)
+    if scheme.lower() in ("postgresql", "postgres"):
+        # SQLAlchemy's default PostgreSQL driver (psycopg2) is synchronous; the SDK needs an async one.
+        try:
+            importlib.import_module("asyncpg")
+        except ImportError:
+            raise BackendUnavailable(
+                f"{scheme}:// needs the asyncpg driver: pip install 'jsonl-session[postgresql]'"
+            ) from None
+        url = "postgresql+asyncpg:" + rest
     try:
         from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
     except ImportError:
