@@ -26,7 +26,23 @@ from pathlib import Path
 import orjson
 
 RESULTS = Path(__file__).resolve().parent / "results" / "grep.json"
-WORDS = "the quick brown fox jumps over lazy dog weather Paris sunny cloudy rain agent tool".split()
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "weather",
+    "Paris",
+    "sunny",
+    "cloudy",
+    "rain",
+    "agent",
+    "tool",
+]
 
 
 def build(folder: Path, sessions: int = 20, items: int = 10_000) -> None:
@@ -59,21 +75,32 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         build(folder)
-        for label, term in (("rare term (~200 hits)", "zanzibar"), ("common term (~190,000 hits)", "weather")):
+        for label, term in (
+            ("rare term (~200 hits)", "zanzibar"),
+            ("common term (~190,000 hits)", "weather"),
+        ):
             results[label] = {
                 "jsonl-session grep": timed(f"{cli} grep {term} --dir .", folder),
                 "grep -Hn | jq": timed(
-                    f"grep -Hn {term} *.jsonl | cut -d: -f3- | jq -r '.role + \": \" + .content[0:60]'", folder
+                    f"grep -Hn {term} *.jsonl | cut -d: -f3- | jq -r '.role + \": \" + .content[0:60]'",
+                    folder,
                 ),
                 "jq select(test)": timed(
-                    f"jq -r 'select(.content|test(\"{term}\")) | .role + \": \" + .content[0:60]' *.jsonl", folder
+                    f'jq -r \'select(.content|test("{term}")) | .role + ": " + .content[0:60]\' *.jsonl',
+                    folder,
                 ),
             }
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"{'seconds (median of 5, whole command)':40} {'jsonl-session grep':>18} {'grep | jq':>10} {'jq only':>8}")
+    print(
+        f"{'seconds (median of 5, whole command)':40} "
+        f"{'jsonl-session grep':>18} {'grep | jq':>10} {'jq only':>8}"
+    )
     for label, row in results.items():
-        print(f"{label:40} {row['jsonl-session grep']:>18.2f} {row['grep -Hn | jq']:>10.2f} {row['jq select(test)']:>8.2f}")
+        print(
+            f"{label:40} {row['jsonl-session grep']:>18.2f} "
+            f"{row['grep -Hn | jq']:>10.2f} {row['jq select(test)']:>8.2f}"
+        )
     return 0
 
 

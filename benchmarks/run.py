@@ -658,7 +658,8 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
     if "extra_peak_rss_bytes" in memory:
         out.append(
             f"| get_items(limit=20) on a {memory['file_bytes'] / GIB:.2f} GiB session | "
-            f"peak RSS {memory['read_maxrss_bytes'] / 1e6:.1f} MB vs {memory['baseline_maxrss_bytes'] / 1e6:.1f} MB "
+            f"peak RSS {memory['read_maxrss_bytes'] / 1e6:.1f} MB "
+            f"vs {memory['baseline_maxrss_bytes'] / 1e6:.1f} MB "
             f"for a process that imports and opens it but does not read "
             f"({memory['extra_peak_rss_bytes'] / 1e6:+.2f} MB); tracemalloc peak "
             f"{memory['tracemalloc_peak_bytes'] / 1e3:.0f} kB |"
@@ -674,7 +675,8 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
             ):
                 f = tail[mode][phase]
                 out.append(
-                    f"| live tail, `watch{'_sync' if mode == 'sync' else ''}()`, {words}: durable `add_items` "
+                    f"| live tail, `watch{'_sync' if mode == 'sync' else ''}()`, {words}: "
+                    "durable `add_items` "
                     f"returns in one process → item arrives in another ({f['samples']} samples) | "
                     f"p50 {f['p50_ms']:.2f} ms, p99 {f['p99_ms']:.2f} ms, max {f['max_ms']:.2f} ms |"
                 )

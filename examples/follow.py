@@ -11,7 +11,8 @@ or in two terminals::
 
 The writer clears the session, runs the real Agents SDK ``Runner`` with a scripted model
 (offline, no API key; ``agents.testing.ScriptedModel``), then retracts the last answer with
-``pop_item`` and writes a better one. Without the SDK installed it writes the same items with plain ``add_items``.
+``pop_item`` and writes a better one. Without the SDK installed it writes the same items with plain
+``add_items``.
 The follower prints each change as it arrives and keeps a list in step with :func:`apply`.
 """
 

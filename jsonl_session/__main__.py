@@ -1,4 +1,5 @@
 """``python -m jsonl_session``: the same as the ``jsonl-session`` command."""
+
 import sys
 
 from .cli import main

@@ -55,7 +55,9 @@ class Problem:
         return f"{where}: {self.reason}"
 
 
-def check_file(path: str | Path, *, fix: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[Problem]:
+def check_file(
+    path: str | Path, *, fix: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> list[Problem]:
     """Every problem in one session file, read under its shared lock (exclusive with ``fix``).
 
     With ``fix=True`` a torn tail is moved to the sidecar and reported with ``fixed=True``.
@@ -118,9 +120,7 @@ def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
     for key, (number, item) in calls.items():
         if key not in answers:
             name = f" ({item['name']})" if isinstance(item.get("name"), str) else ""
-            problems.append(
-                Problem(path, number, f"{key[0]} {key[1]!r}{name} has no {CALL_PAIRS[key[0]]}")
-            )
+            problems.append(Problem(path, number, f"{key[0]} {key[1]!r}{name} has no {CALL_PAIRS[key[0]]}"))
     for key, (number, item) in answers.items():
         if key not in calls:
             problems.append(Problem(path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}"))

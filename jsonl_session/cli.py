@@ -78,7 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as exc:  # a bug: still one line, the traceback on request
             if os.environ.get("JSONL_SESSION_DEBUG"):
                 raise
-            _error(f"internal error: {type(exc).__name__}: {exc} (set JSONL_SESSION_DEBUG=1 for the traceback)")
+            _error(
+                f"internal error: {type(exc).__name__}: {exc} (set JSONL_SESSION_DEBUG=1 for the traceback)"
+            )
             return 1
 
 
@@ -188,8 +190,13 @@ def cmd_check(args: argparse.Namespace) -> int:
             remaining += not problem.fixed
             if args.json:
                 _json_line(
-                    {"path": str(problem.path), "line": problem.line, "reason": problem.reason,
-                     "fixable": problem.fixable, "fixed": problem.fixed}
+                    {
+                        "path": str(problem.path),
+                        "line": problem.line,
+                        "reason": problem.reason,
+                        "fixable": problem.fixable,
+                        "fixed": problem.fixed,
+                    }
                 )
             else:
                 print(("fixed: " if problem.fixed else "") + str(problem))
@@ -205,7 +212,9 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
     findings = redact_session(_existing(args, args.id))
     for finding in findings:
-        print(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]")
+        print(
+            f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]"
+        )
     print(f"{args.id}: redacted {len(findings)} secret{_s(len(findings))}", file=sys.stderr)
     return 0
 
@@ -282,12 +291,20 @@ def cmd_stats(args: argparse.Namespace) -> int:
     tool_calls = sum(tools.values())
     if args.json:
         _json_line(
-            {"sessions": len(ids), "items": items, "characters": characters, "tool_calls": tool_calls,
-             "by_role": dict(labels.most_common()), "tools": dict(tools.most_common())}
+            {
+                "sessions": len(ids),
+                "items": items,
+                "characters": characters,
+                "tool_calls": tool_calls,
+                "by_role": dict(labels.most_common()),
+                "tools": dict(tools.most_common()),
+            }
         )
         return 0
     scope = args.id or f"{len(ids)} session{_s(len(ids))}"
-    print(f"{scope}: {items} item{_s(items)}, {characters} characters, {tool_calls} tool call{_s(tool_calls)}")
+    print(
+        f"{scope}: {items} item{_s(items)}, {characters} characters, {tool_calls} tool call{_s(tool_calls)}"
+    )
     for name, count in labels.most_common():
         print(f"  {name:<24} {count:>7}")
     if tools:
@@ -403,13 +420,21 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
     findings = [finding for path in paths for finding in scan_file(path)]
     for finding in findings:
         if args.json:
-            _json_line({"path": str(finding.path), "line": finding.line, "kind": finding.kind,
-                        "excerpt": finding.excerpt})
+            _json_line(
+                {
+                    "path": str(finding.path),
+                    "line": finding.line,
+                    "kind": finding.kind,
+                    "excerpt": finding.excerpt,
+                }
+            )
         else:
             print(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}")
     if findings:
-        print(f"{len(findings)} secret{_s(len(findings))} found; `{PROG} redact ID` replaces them",
-              file=sys.stderr)
+        print(
+            f"{len(findings)} secret{_s(len(findings))} found; `{PROG} redact ID` replaces them",
+            file=sys.stderr,
+        )
     return 1 if findings else 0
 
 
@@ -422,7 +447,11 @@ def _byte_prefilter(pattern: str) -> bytes | None:
     behind JSON escapes, so those decode every line instead.
     """
     # Slashes too: JSON may escape them (PHP writes \/).
-    if pattern and all(" " <= char <= "~" for char in pattern) and not set(pattern) & set('.^$*+?{}[]\\|()"/'):
+    if (
+        pattern
+        and all(" " <= char <= "~" for char in pattern)
+        and not set(pattern) & set('.^$*+?{}[]\\|()"/')
+    ):
         return pattern.encode()
     return None
 
@@ -492,8 +521,10 @@ async def _copy_to_url(source: JSONLSession, url: str, target_id: str) -> int:
         if await target.get_items(limit=1):
             raise Failure(f"{_shown(url)}: session {target_id!r} already has items; not overwriting it")
         count = await copy_session(source, target, progress=_progress_bar("export"))
-    print(f"{source.session_id}: exported {count} item{_s(count)} to {_shown(url)} as {target_id}",
-          file=sys.stderr)
+    print(
+        f"{source.session_id}: exported {count} item{_s(count)} to {_shown(url)} as {target_id}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -501,7 +532,9 @@ async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
     from .transfer import copy_session, open_url
 
     if target.get_items_sync(limit=1):
-        raise Failure(f"{target.session_id}: session already has items in {target.directory}; not overwriting it")
+        raise Failure(
+            f"{target.session_id}: session already has items in {target.directory}; not overwriting it"
+        )
     async with _backend_errors(url), open_url(url, source_id) as source:
         # Read everything and check that it can be stored before writing anything: a bad
         # item must not leave half a conversation behind.
@@ -644,7 +677,10 @@ def _common() -> argparse.ArgumentParser:
         help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
     )
     common.add_argument(
-        "--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="SECONDS",
+        "--lock-timeout",
+        type=float,
+        default=DEFAULT_LOCK_TIMEOUT,
+        metavar="SECONDS",
         help=f"wait at most this long for another process's lock (default: {DEFAULT_LOCK_TIMEOUT:g})",
     )
     return common
@@ -672,92 +708,177 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(command=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    _command(commands, "ls", cmd_ls, "list sessions: item count, size, last modified, newest first",
-             f"{PROG} ls --dir sessions", json=True)
+    _command(
+        commands,
+        "ls",
+        cmd_ls,
+        "list sessions: item count, size, last modified, newest first",
+        f"{PROG} ls --dir sessions",
+        json=True,
+    )
 
-    show = _command(commands, "show", cmd_show, "print a session as a readable transcript",
-                    f"{PROG} show convo_123 -n 20\n{PROG} show convo_123 --json | jq .role", json=True)
+    show = _command(
+        commands,
+        "show",
+        cmd_show,
+        "print a session as a readable transcript",
+        f"{PROG} show convo_123 -n 20\n{PROG} show convo_123 --json | jq .role",
+        json=True,
+    )
     show.add_argument("id", help="session id")
     show.add_argument("-n", type=_count, metavar="N", help="only the newest N items")
 
-    tail = _command(commands, "tail", cmd_tail, "print the newest items; with -f, follow the session live",
-                    f"{PROG} tail convo_123 -n 5 -f", json=True)
+    tail = _command(
+        commands,
+        "tail",
+        cmd_tail,
+        "print the newest items; with -f, follow the session live",
+        f"{PROG} tail convo_123 -n 5 -f",
+        json=True,
+    )
     tail.add_argument("id", help="session id")
     tail.add_argument("-n", type=_count, default=10, metavar="N", help="how many newest items (default 10)")
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing changes (Ctrl-C stops)")
 
-    add = _command(commands, "add", cmd_add, "append a message, or JSONL items from stdin (all or nothing)",
-                   f"{PROG} add convo_123 'What about tomorrow?'\n"
-                   f"{PROG} add convo_123 - < items.jsonl")
+    add = _command(
+        commands,
+        "add",
+        cmd_add,
+        "append a message, or JSONL items from stdin (all or nothing)",
+        f"{PROG} add convo_123 'What about tomorrow?'\n{PROG} add convo_123 - < items.jsonl",
+    )
     add.add_argument("id", help="session id (created if missing)")
-    add.add_argument("text", metavar="TEXT", help='message text, stored as {"role": ROLE, "content": TEXT}; '
-                     "'-' reads JSONL items from stdin")
+    add.add_argument(
+        "text",
+        metavar="TEXT",
+        help='message text, stored as {"role": ROLE, "content": TEXT}; \'-\' reads JSONL items from stdin',
+    )
     add.add_argument("--role", default="user", help="role of the message (default: user)")
 
-    pop = _command(commands, "pop", cmd_pop, "remove the newest item and print it as JSON",
-                   f"{PROG} pop convo_123")
+    pop = _command(
+        commands, "pop", cmd_pop, "remove the newest item and print it as JSON", f"{PROG} pop convo_123"
+    )
     pop.add_argument("id", help="session id")
 
-    clear = _command(commands, "clear", cmd_clear, "remove every item (the empty file stays)",
-                     f"{PROG} clear convo_123 --yes")
+    clear = _command(
+        commands,
+        "clear",
+        cmd_clear,
+        "remove every item (the empty file stays)",
+        f"{PROG} clear convo_123 --yes",
+    )
     clear.add_argument("id", help="session id")
     clear.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
-    rm = _command(commands, "rm", cmd_rm, "delete a session's file (its .torn sidecar is kept)",
-                  f"{PROG} rm convo_123 --yes")
+    rm = _command(
+        commands,
+        "rm",
+        cmd_rm,
+        "delete a session's file (its .torn sidecar is kept)",
+        f"{PROG} rm convo_123 --yes",
+    )
     rm.add_argument("id", help="session id")
     rm.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
-    fork = _command(commands, "fork", cmd_fork, "copy a session (or its first N items) to a new id",
-                    f"{PROG} fork convo_123 convo_123-retry --at 4")
+    fork = _command(
+        commands,
+        "fork",
+        cmd_fork,
+        "copy a session (or its first N items) to a new id",
+        f"{PROG} fork convo_123 convo_123-retry --at 4",
+    )
     fork.add_argument("source", metavar="SRC", help="session to copy")
     fork.add_argument("target", metavar="DST", help="new session id (must not have items)")
     fork.add_argument("--at", type=_count, metavar="N", help="copy only the first N items")
 
-    check = _command(commands, "check", cmd_check,
-                     "verify session files: bad lines, torn tails, unanswered tool calls (exit 1 if any)",
-                     f"{PROG} check\n{PROG} check convo_123 --fix\n"
-                     f"{PROG} check --secrets sessions/*.jsonl   # as a pre-commit hook", json=True)
-    check.add_argument("targets", nargs="*", metavar="ID_OR_FILE", help="session ids or .jsonl files (default: all)")
-    check.add_argument("--fix", action="store_true",
-                       help="move torn tails to the .torn sidecar; report what needs a human")
-    check.add_argument("--secrets", action="store_true",
-                       help="instead, look for API keys and tokens (file:line: kind: masked excerpt)")
+    check = _command(
+        commands,
+        "check",
+        cmd_check,
+        "verify session files: bad lines, torn tails, unanswered tool calls (exit 1 if any)",
+        f"{PROG} check\n{PROG} check convo_123 --fix\n"
+        f"{PROG} check --secrets sessions/*.jsonl   # as a pre-commit hook",
+        json=True,
+    )
+    check.add_argument(
+        "targets", nargs="*", metavar="ID_OR_FILE", help="session ids or .jsonl files (default: all)"
+    )
+    check.add_argument(
+        "--fix", action="store_true", help="move torn tails to the .torn sidecar; report what needs a human"
+    )
+    check.add_argument(
+        "--secrets",
+        action="store_true",
+        help="instead, look for API keys and tokens (file:line: kind: masked excerpt)",
+    )
 
-    edit = _command(commands, "edit", cmd_edit,
-                    "edit a session in $EDITOR while holding its lock; validated, then replaced atomically",
-                    f"EDITOR=nano {PROG} edit convo_123")
+    edit = _command(
+        commands,
+        "edit",
+        cmd_edit,
+        "edit a session in $EDITOR while holding its lock; validated, then replaced atomically",
+        f"EDITOR=nano {PROG} edit convo_123",
+    )
     edit.add_argument("id", help="session id")
 
-    grep = _command(commands, "grep", cmd_grep,
-                    "search message text across sessions: id:line: role: snippet (exit 1 if nothing found)",
-                    f"{PROG} grep -i 'golden gate'\n{PROG} grep refund support-42 --role assistant", json=True)
+    grep = _command(
+        commands,
+        "grep",
+        cmd_grep,
+        "search message text across sessions: id:line: role: snippet (exit 1 if nothing found)",
+        f"{PROG} grep -i 'golden gate'\n{PROG} grep refund support-42 --role assistant",
+        json=True,
+    )
     grep.add_argument("pattern", metavar="PATTERN", help="Python regular expression")
     grep.add_argument("ids", nargs="*", metavar="ID", help="sessions to search (default: all)")
     grep.add_argument("--role", help="only items with this role (or type, e.g. function_call)")
     grep.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
 
-    stats = _command(commands, "stats", cmd_stats,
-                     "count items by role and type, characters and tool calls (one session or all)",
-                     f"{PROG} stats convo_123", json=True)
+    stats = _command(
+        commands,
+        "stats",
+        cmd_stats,
+        "count items by role and type, characters and tool calls (one session or all)",
+        f"{PROG} stats convo_123",
+        json=True,
+    )
     stats.add_argument("id", nargs="?", help="session id (default: all sessions)")
 
-    export = _command(commands, "export", cmd_export, "copy a session to another Agents SDK backend",
-                      f"{PROG} export convo_123 --to sqlite:///chats.db\n"
-                      f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123")
+    export = _command(
+        commands,
+        "export",
+        cmd_export,
+        "copy a session to another Agents SDK backend",
+        f"{PROG} export convo_123 --to sqlite:///chats.db\n"
+        f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123",
+    )
     export.add_argument("id", help="session id")
-    export.add_argument("--to", required=True, metavar="URL",
-                        help="sqlite:///path.db, a SQLAlchemy URL (sqlite+aiosqlite:///x.db, postgresql+asyncpg://...) "
-                        "or redis://host:port/db")
+    export.add_argument(
+        "--to",
+        required=True,
+        metavar="URL",
+        help="sqlite:///path.db, a SQLAlchemy URL (sqlite+aiosqlite:///x.db, postgresql+asyncpg://...) "
+        "or redis://host:port/db",
+    )
     export.add_argument("--as", dest="as_id", metavar="OTHER_ID", help="session id there (default: the same)")
 
-    imp = _command(commands, "import", cmd_import, "copy a session from another Agents SDK backend into a file",
-                   f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy")
+    imp = _command(
+        commands,
+        "import",
+        cmd_import,
+        "copy a session from another Agents SDK backend into a file",
+        f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy",
+    )
     imp.add_argument("url", metavar="URL", help="backend URL, as for export")
     imp.add_argument("--id", required=True, metavar="SOURCE_ID", help="session id in that backend")
     imp.add_argument("--as", dest="as_id", metavar="ID", help="session id here (default: the same)")
 
-    redact = _command(commands, "redact", cmd_redact, "replace API keys and tokens in a session, in place",
-                      f"{PROG} redact support-42")
+    redact = _command(
+        commands,
+        "redact",
+        cmd_redact,
+        "replace API keys and tokens in a session, in place",
+        f"{PROG} redact support-42",
+    )
     redact.add_argument("id", help="session id")
     return parser

@@ -43,6 +43,7 @@ DEFAULT_LOCK_TIMEOUT = 10.0
 _FIRST_DELAY = 0.0002
 _MAX_DELAY = 0.005
 
+
 def backoff_delays() -> Iterator[float]:
     """Waits between attempts on a lock held elsewhere: 0.2 ms, doubling up to 5 ms."""
     delay = _FIRST_DELAY

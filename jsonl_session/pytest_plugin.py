@@ -93,7 +93,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--record-agents",
         action="store_true",
         default=None,
-        help=f"agent_recording: run against the real model and (re)write the recordings (or set {RECORD_ENV}=1)",
+        help=(
+            "agent_recording: run against the real model and (re)write the recordings "
+            f"(or set {RECORD_ENV}=1)"
+        ),
     )
 
 

@@ -203,10 +203,14 @@ class Recording:
         if actual_lines[: len(recorded)] == expected_lines and len(actual) >= len(recorded):
             headline = (
                 f"model call {self.calls} has no recorded answer: the recording ends at line "
-                f"{self._line_of(len(recorded) - 1)}, and the agent made more model calls than when it was recorded"
+                f"{self._line_of(len(recorded) - 1)}, "
+                "and the agent made more model calls than when it was recorded"
             )
         else:
-            headline = f"model call {self.calls}: the agent's input diverged from the recording (- recorded, + actual)"
+            headline = (
+                f"model call {self.calls}: "
+                "the agent's input diverged from the recording (- recorded, + actual)"
+            )
         return ReplayMismatch(f"{self.label}: {headline}; {RECORD_HINT}\n{diff}".rstrip())
 
     def _continue(self, model_input: Any) -> list[Any]:

@@ -87,7 +87,7 @@ class JSONLSession:
 
     @property
     def session_settings(self) -> Any:
-        """The SDK's ``SessionSettings`` once ``agents`` is imported; our look-alike before (see ``settings``).
+        """The SDK's ``SessionSettings`` once ``agents`` is imported; ours before (see ``settings``).
 
         The conversion happens on read, so a session made before ``import agents`` still hands
         the SDK its own type (``EncryptedSession`` and the Runner accept nothing else).

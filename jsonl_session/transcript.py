@@ -86,7 +86,12 @@ def shorten(text: str, width: int = TOOL_TEXT_WIDTH) -> str:
 class Style:
     """ANSI colours, or none at all (pipes, files, ``NO_COLOR``)."""
 
-    _ROLE_COLOURS: ClassVar[dict[str, str]] = {"user": "32", "assistant": "36", "system": "35", "developer": "35"}
+    _ROLE_COLOURS: ClassVar[dict[str, str]] = {
+        "user": "32",
+        "assistant": "36",
+        "system": "35",
+        "developer": "35",
+    }
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled

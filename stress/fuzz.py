@@ -22,7 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], epilog="Example: python stress/fuzz.py --scale 200"
     )
-    parser.add_argument("--scale", type=int, default=100, help="multiply the suite's example counts (default 100)")
+    parser.add_argument(
+        "--scale", type=int, default=100, help="multiply the suite's example counts (default 100)"
+    )
     parser.add_argument("-k", default="", help="only tests matching this pytest expression")
     args = parser.parse_args(argv)
     import pytest

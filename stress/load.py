@@ -48,9 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1
     print(
-        f"one session: {one.writers} writers x {one.appends} appends ({'durable' if durable else 'not durable'}),"
+        f"one session: {one.writers} writers x {one.appends} appends "
+        f"({'durable' if durable else 'not durable'}),"
         f" {args.readers} readers, watcher: {'on' if one.watch_changes is not None else 'off'}\n"
-        f"  {one.writers * one.appends:,} items in {one.seconds:.2f} s = {one.appends_per_second:,.0f} appends/s;"
+        f"  {one.writers * one.appends:,} items in {one.seconds:.2f} s "
+        f"= {one.appends_per_second:,.0f} appends/s;"
         f" {one.reads:,} reads meanwhile; nothing lost or reordered; watcher mirror == file\n"
         f"{many.sessions:,} sessions in one folder: created in {many.create_seconds:.2f} s,"
         f" listed in {many.list_seconds:.2f} s, read back in {many.read_seconds:.2f} s"

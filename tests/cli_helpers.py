@@ -50,7 +50,11 @@ def run(
         command += ["--dir", str(directory)]
     data = input.encode() if isinstance(input, str) else input
     completed = subprocess.run(
-        command, input=data if data is not None else b"", capture_output=True, check=False, env=env or cli_env(),
+        command,
+        input=data if data is not None else b"",
+        capture_output=True,
+        check=False,
+        env=env or cli_env(),
         timeout=timeout,
     )
     return Result(completed.returncode, completed.stdout.decode(), completed.stderr.decode())
@@ -87,9 +91,24 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for _ in range(5):  # the port may be taken between choosing and binding it: retry
         port = free_port()
         process = subprocess.Popen(
-            [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(folder), "--loglevel", "notice"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                server,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(folder),
+                "--loglevel",
+                "notice",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         try:
             ready = _wait_ready(process)

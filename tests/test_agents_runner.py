@@ -30,7 +30,10 @@ def texts(model_input: Any) -> list[str]:
 
 def test_second_turn_sees_the_first_turn(sessions_dir: Path) -> None:
     model = testing.ScriptedModel(
-        [[testing.assistant_message("San Francisco.", item_id="m1")], [testing.assistant_message("California.", item_id="m2")]]
+        [
+            [testing.assistant_message("San Francisco.", item_id="m1")],
+            [testing.assistant_message("California.", item_id="m2")],
+        ]
     )
     agent = agents.Agent(name="Assistant", model=model)
     session = JSONLSession("convo_123", sessions_dir)
@@ -42,7 +45,11 @@ def test_second_turn_sees_the_first_turn(sessions_dir: Path) -> None:
 
     asyncio.run(main())
     second_call = model.calls[1]
-    assert texts(second_call.input) == ["What city is the Golden Gate Bridge in?", "San Francisco.", "What state is it in?"]
+    assert texts(second_call.input) == [
+        "What city is the Golden Gate Bridge in?",
+        "San Francisco.",
+        "What state is it in?",
+    ]
     items = session.get_items_sync()
     assert [i.get("role") for i in items] == ["user", "assistant", "user", "assistant"]
     lines = session.path.read_bytes().splitlines()
@@ -50,7 +57,7 @@ def test_second_turn_sees_the_first_turn(sessions_dir: Path) -> None:
 
 
 def test_function_tool_turn_stores_call_and_output(sessions_dir: Path) -> None:
-    @agents.function_tool
+    @agents.function_tool  # type: ignore[untyped-decorator]
     def get_weather(city: str) -> str:
         """Weather for a city."""
         return f"Sunny in {city}"

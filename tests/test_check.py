@@ -55,7 +55,9 @@ def test_a_missing_file_is_a_problem(sessions_dir: Path) -> None:
 
 
 def test_check_command_exit_codes_fix_and_json(sessions_dir: Path) -> None:
-    JSONLSession("good", sessions_dir).add_items_sync([json.loads(USER), json.loads(CALL), json.loads(OUTPUT)])
+    JSONLSession("good", sessions_dir).add_items_sync(
+        [json.loads(USER), json.loads(CALL), json.loads(OUTPUT)]
+    )
     clean = run(sessions_dir, "check")
     assert (clean.code, clean.out, clean.err) == (0, "", "checked 1 file: 0 problems\n")
 

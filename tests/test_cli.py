@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import SCRIPT, cli_env, run, write_lines
@@ -18,16 +19,22 @@ from cli_helpers import SCRIPT, cli_env, run, write_lines
 from jsonl_session import JSONLSession
 from jsonl_session.cli import build_parser, main
 
-CONVERSATION = [
+CONVERSATION: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
-    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Need the weather tool."}]},
+    {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "Need the weather tool."}],
+    },
     {"type": "function_call", "name": "get_weather", "arguments": '{"city":"Paris"}', "call_id": "call_1"},
     {"type": "function_call_output", "call_id": "call_1", "output": "Sunny, 21C " + "x" * 400},
     {"role": "assistant", "content": [{"type": "output_text", "text": "It is sunny in Paris, 21°C."}]},
 ]
 
 
-def make(sessions_dir: Path, session_id: str = "convo", items: list[dict] | None = None) -> JSONLSession:
+def make(
+    sessions_dir: Path, session_id: str = "convo", items: list[dict[str, Any]] | None = None
+) -> JSONLSession:
     session = JSONLSession(session_id, sessions_dir)
     session.add_items_sync(CONVERSATION if items is None else items)
     return session
@@ -41,8 +48,23 @@ def every_command() -> dict[str, object]:
 
 def test_help_lists_every_command_and_every_command_has_an_example() -> None:
     commands = every_command()
-    assert {"ls", "show", "tail", "add", "pop", "clear", "rm", "fork", "check", "edit", "grep", "stats",
-            "export", "import", "redact"} <= set(commands)
+    assert {
+        "ls",
+        "show",
+        "tail",
+        "add",
+        "pop",
+        "clear",
+        "rm",
+        "fork",
+        "check",
+        "edit",
+        "grep",
+        "stats",
+        "export",
+        "import",
+        "redact",
+    } <= set(commands)
     for name, parser in commands.items():
         assert "Example:" in parser.epilog and f"jsonl-session {name}" in parser.epilog, name  # type: ignore[attr-defined]
         assert any("--dir" in action.option_strings for action in parser._actions), name  # type: ignore[attr-defined]
@@ -64,7 +86,10 @@ def test_add_text_then_stdin_then_show_ls_and_pop(sessions_dir: Path) -> None:
     assert (result.code, result.err) == (0, "c1: added 3 items\n")
 
     stored = JSONLSession("c1", sessions_dir).get_items_sync()
-    assert stored[:2] == [{"role": "user", "content": "Hello there"}, {"role": "assistant", "content": "Hi! How can I help?"}]
+    assert stored[:2] == [
+        {"role": "user", "content": "Hello there"},
+        {"role": "assistant", "content": "Hi! How can I help?"},
+    ]
     assert stored[2:] == CONVERSATION[1:4]
 
     show = run(sessions_dir, "show", "c1")
@@ -99,7 +124,9 @@ def test_add_text_then_stdin_then_show_ls_and_pop(sessions_dir: Path) -> None:
 def test_add_from_stdin_writes_nothing_when_one_line_is_bad(sessions_dir: Path) -> None:
     session = make(sessions_dir)
     before = session.path.read_bytes()
-    result = run(sessions_dir, "add", "convo", "-", input='{"role":"user","content":"ok"}\n[1, 2]\n{"role":"x"}\n')
+    result = run(
+        sessions_dir, "add", "convo", "-", input='{"role":"user","content":"ok"}\n[1, 2]\n{"role":"x"}\n'
+    )
     assert result.code == 1
     assert result.err == "jsonl-session: error: <stdin>:2: not a JSON object (a list): '[1, 2]'\n"
     assert session.path.read_bytes() == before
@@ -111,7 +138,11 @@ def test_add_from_stdin_writes_nothing_when_one_line_is_bad(sessions_dir: Path) 
 
 def test_errors_are_one_line_with_meaningful_exit_codes(sessions_dir: Path) -> None:
     missing = run(sessions_dir, "show", "nope")
-    assert (missing.code, missing.out, missing.err) == (1, "", f"jsonl-session: error: nope: no such session in {sessions_dir}\n")
+    assert (missing.code, missing.out, missing.err) == (
+        1,
+        "",
+        f"jsonl-session: error: nope: no such session in {sessions_dir}\n",
+    )
 
     usage = run(sessions_dir, "show")
     assert usage.code == 2 and "the following arguments are required: id" in usage.err
@@ -131,7 +162,10 @@ def test_tail_prints_the_newest_items(sessions_dir: Path) -> None:
     assert result.code == 0
     lines = result.out.splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("tool output [call_1]: Sunny") and lines[1] == "assistant: It is sunny in Paris, 21°C."
+    assert (
+        lines[0].startswith("tool output [call_1]: Sunny")
+        and lines[1] == "assistant: It is sunny in Paris, 21°C."
+    )
 
 
 def test_clear_and_rm_ask_first_and_yes_skips_the_question(sessions_dir: Path) -> None:
@@ -165,9 +199,20 @@ def test_stats_counts_roles_types_characters_and_tool_calls(sessions_dir: Path) 
     make(sessions_dir, "other", [{"role": "user", "content": "hey"}])
     one = json.loads(run(sessions_dir, "stats", "convo", "--json").out)
     assert one["items"] == 5 and one["tool_calls"] == 1 and one["tools"] == {"get_weather": 1}
-    assert one["by_role"] == {"user": 1, "reasoning": 1, "function_call": 1, "function_call_output": 1, "assistant": 1}
-    expected_chars = len(CONVERSATION[0]["content"]) + len("Need the weather tool.") + len('get_weather({"city":"Paris"})') \
-        + len(CONVERSATION[3]["output"]) + len("It is sunny in Paris, 21°C.")
+    assert one["by_role"] == {
+        "user": 1,
+        "reasoning": 1,
+        "function_call": 1,
+        "function_call_output": 1,
+        "assistant": 1,
+    }
+    expected_chars = (
+        len(CONVERSATION[0]["content"])
+        + len("Need the weather tool.")
+        + len('get_weather({"city":"Paris"})')
+        + len(CONVERSATION[3]["output"])
+        + len("It is sunny in Paris, 21°C.")
+    )
     assert one["characters"] == expected_chars
 
     every = run(sessions_dir, "stats")
@@ -179,7 +224,11 @@ def test_grep_prints_id_line_role_snippet_and_filters_by_role(sessions_dir: Path
     make(sessions_dir)
     write_lines(
         sessions_dir / "notes.jsonl",
-        ['{"role":"user","content":"paris in spring"}', "", '{"role":"assistant","content":"He said \\"PARIS\\" twice"}'],
+        [
+            '{"role":"user","content":"paris in spring"}',
+            "",
+            '{"role":"assistant","content":"He said \\"PARIS\\" twice"}',
+        ],
     )
     result = run(sessions_dir, "grep", "-i", "paris")
     assert result.code == 0
@@ -211,14 +260,19 @@ def test_dir_comes_from_the_environment_and_defaults_to_sessions(tmp_path: Path)
     make(tmp_path / "sessions", "from-cwd")
     completed = subprocess.run(
         [sys.executable, "-m", "jsonl_session", "ls", "--json"],
-        cwd=tmp_path, capture_output=True, env=cli_env(), check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        env=cli_env(),
+        check=False,
     )
     assert [json.loads(line)["id"] for line in completed.stdout.splitlines()] == ["from-cwd"]
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(sessions_dir: Path) -> None:
     make(sessions_dir)
-    coloured = _run_on_terminal([sys.executable, "-m", "jsonl_session", "show", "convo", "--dir", str(sessions_dir)])
+    coloured = _run_on_terminal(
+        [sys.executable, "-m", "jsonl_session", "show", "convo", "--dir", str(sessions_dir)]
+    )
     assert "\x1b[1;32muser\x1b[0m: What is the weather" in coloured
     plain = _run_on_terminal(
         [sys.executable, "-m", "jsonl_session", "show", "convo", "--dir", str(sessions_dir)], NO_COLOR="1"
@@ -260,10 +314,20 @@ def test_tail_follow_prints_appends_pops_and_clears_as_they_happen(sessions_dir:
     session = make(sessions_dir, "live", [{"role": "user", "content": f"old {n}"} for n in range(3)])
     process = subprocess.Popen(
         [sys.executable, "-m", "jsonl_session", "tail", "live", "-n", "2", "-f", "--dir", str(sessions_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True)  # type: ignore[union-attr]
+    stdout = process.stdout
+    assert stdout is not None
+
+    def read_lines() -> None:
+        for line in stdout:
+            lines.put(line)
+
+    reader = threading.Thread(target=read_lines, daemon=True)
     reader.start()
 
     def next_line() -> str:

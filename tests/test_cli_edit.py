@@ -1,4 +1,4 @@
-"""``jsonl-session edit`` (under the session's lock, validated, atomic), ``check --secrets`` and ``redact``."""
+"""``jsonl-session edit`` (under the session's lock, validated, atomic), ``check --secrets``, ``redact``."""
 
 from __future__ import annotations
 
@@ -32,11 +32,15 @@ def editor(tmp_path: Path, body: str) -> dict[str, str]:
 def test_edit_replaces_the_session_with_the_edited_items(tmp_path: Path, sessions_dir: Path) -> None:
     session = JSONLSession("c", sessions_dir)
     session.add_items_sync(ITEMS)
-    env = editor(tmp_path, (
-        "lines = path.read_text().splitlines()\n"
-        "assert [json.loads(line) for line in lines] == " + repr(ITEMS) + "\n"
-        "path.write_text(lines[0] + '\\n\\n' + json.dumps({'role': 'assistant', 'content': 'Edited'}) + '\\n')\n"
-    ))
+    env = editor(
+        tmp_path,
+        (
+            "lines = path.read_text().splitlines()\n"
+            "assert [json.loads(line) for line in lines] == " + repr(ITEMS) + "\n"
+            "edited = json.dumps({'role': 'assistant', 'content': 'Edited'})\n"
+            "path.write_text(lines[0] + '\\n\\n' + edited + '\\n')\n"
+        ),
+    )
     result = run(sessions_dir, "edit", "c", env=env)
     assert (result.code, result.err) == (0, "c: saved (2 -> 2 items)\n")
     assert session.get_items_sync() == [ITEMS[0], {"role": "assistant", "content": "Edited"}]
@@ -46,7 +50,7 @@ def test_invalid_edit_aborts_and_leaves_the_session_untouched(tmp_path: Path, se
     session = JSONLSession("c", sessions_dir)
     session.add_items_sync(ITEMS)
     before = session.path.read_bytes()
-    env = editor(tmp_path, "path.write_text('{\"role\": \"user\"}\\n{broken\\n')\n")
+    env = editor(tmp_path, 'path.write_text(\'{"role": "user"}\\n{broken\\n\')\n')
     result = run(sessions_dir, "edit", "c", env=env)  # stdin at end: "edit again?" is answered no
     assert result.code == 1
     assert result.err.startswith("jsonl-session: error: line 2: not valid JSON")
@@ -62,13 +66,16 @@ def test_invalid_edit_aborts_and_leaves_the_session_untouched(tmp_path: Path, se
 def test_invalid_edit_reopens_the_editor_when_asked(tmp_path: Path, sessions_dir: Path) -> None:
     session = JSONLSession("c", sessions_dir)
     session.add_items_sync(ITEMS)
-    env = editor(tmp_path, (
-        "if run == 1:\n"
-        "    path.write_text('[\"not an object\"]\\n')\n"
-        "else:\n"
-        "    assert path.read_text() == '[\"not an object\"]\\n'  # the broken text comes back to fix\n"
-        "    path.write_text(json.dumps({'role': 'user', 'content': 'fixed'}) + '\\n')\n"
-    ))
+    env = editor(
+        tmp_path,
+        (
+            "if run == 1:\n"
+            "    path.write_text('[\"not an object\"]\\n')\n"
+            "else:\n"
+            "    assert path.read_text() == '[\"not an object\"]\\n'  # the broken text comes back to fix\n"
+            "    path.write_text(json.dumps({'role': 'user', 'content': 'fixed'}) + '\\n')\n"
+        ),
+    )
     result = run(sessions_dir, "edit", "c", input="\n", env=env)  # Enter: the default, yes
     assert result.code == 0, result.err
     assert "line 1: not a JSON object (a list)" in result.err
@@ -80,14 +87,22 @@ def test_the_lock_is_held_while_the_editor_is_open(tmp_path: Path, sessions_dir:
     session = JSONLSession("c", sessions_dir)
     session.add_items_sync(ITEMS)
     # The editor says when it is open, then waits for a line on stdin (inherited from the CLI).
-    env = editor(tmp_path, (
-        "print('editor open', flush=True)\n"
-        "sys.stdin.readline()\n"
-        "path.write_text(path.read_text() + json.dumps({'role': 'user', 'content': 'added in editor'}) + '\\n')\n"
-    ))
+    env = editor(
+        tmp_path,
+        (
+            "print('editor open', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "added = json.dumps({'role': 'user', 'content': 'added in editor'})\n"
+            "path.write_text(path.read_text() + added + '\\n')\n"
+        ),
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "jsonl_session", "edit", "c", "--dir", str(sessions_dir)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
     )
     try:
         assert process.stdout is not None and process.stdin is not None

@@ -28,7 +28,9 @@ def _append_batches_async(directory: str, writer: int, count: int, start: Any) -
     async def main() -> None:
         session = JSONLSession("shared", directory, durable=False)
         for i in range(count):
-            await session.add_items([{"writer": writer, "i": i, "half": 0}, {"writer": writer, "i": i, "half": 1}])
+            await session.add_items(
+                [{"writer": writer, "i": i, "half": 0}, {"writer": writer, "i": i, "half": 1}]
+            )
 
     start.wait(30)
     asyncio.run(main())
@@ -164,7 +166,11 @@ def test_lock_wait_times_out_with_a_clear_error(session: JSONLSession) -> None:
     session.add_items_sync([{"a": 1}])
     session.lock_timeout = 0.2
     with LockHolder(session.path):
-        for call in (session.get_items_sync, session.pop_item_sync, lambda: session.add_items_sync([{"b": 2}])):
+        for call in (
+            session.get_items_sync,
+            session.pop_item_sync,
+            lambda: session.add_items_sync([{"b": 2}]),
+        ):
             with pytest.raises(LockTimeout, match="lock not acquired within 0.2s") as caught:
                 call()
             assert isinstance(caught.value, TimeoutError)

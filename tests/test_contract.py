@@ -45,7 +45,8 @@ class Async(Sync):
 
 @pytest.fixture(params=[Sync, Async], ids=["sync", "async"])
 def api(request: pytest.FixtureRequest, session: JSONLSession) -> Sync:
-    return request.param(session)
+    api: Sync = request.param(session)
+    return api
 
 
 def msg(i: int) -> dict[str, Any]:
@@ -138,10 +139,13 @@ def test_items_round_trip_exactly_without_envelope(api: Sync, session: JSONLSess
     api.add([item])
     assert api.get() == [item]
     line = session.path.read_bytes()
-    assert line == (
-        '{"type":"function_call","call_id":"call_1","name":"get_weather",'
-        '"arguments":"{\\"city\\": \\"Zürich\\"}","nested":{"z":1,"a":[1.5,-0.0,null,true,"日本語"]}}\n'
-    ).encode()
+    assert (
+        line
+        == (
+            '{"type":"function_call","call_id":"call_1","name":"get_weather",'
+            '"arguments":"{\\"city\\": \\"Zürich\\"}","nested":{"z":1,"a":[1.5,-0.0,null,true,"日本語"]}}\n'
+        ).encode()
+    )
 
 
 @pytest.mark.parametrize("limit", [1, 2, 7, 30, 99, 100, 101])

@@ -186,7 +186,18 @@ def test_sessions_on_a_read_only_file_system_still_read(sessions_dir: Path) -> N
     if unshare is None:
         pytest.skip("needs util-linux unshare to mount a read-only folder")
     JSONLSession("x", sessions_dir).add_items_sync([{"a": 1}])
-    command = [unshare, "--user", "--map-root-user", "--mount", "sh", "-c", _READ_ONLY_MOUNT, "sh", str(sessions_dir), sys.executable]
+    command = [
+        unshare,
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "sh",
+        "-c",
+        _READ_ONLY_MOUNT,
+        "sh",
+        str(sessions_dir),
+        sys.executable,
+    ]
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     if run.returncode != 0 and "mount" in run.stderr and "ermission" in run.stderr:
         pytest.skip(f"user namespaces or bind mounts are not permitted here: {run.stderr.strip()}")

@@ -172,7 +172,10 @@ def test_datetime_and_uuid_are_refused(session: JSONLSession) -> None:
 
 
 def test_huge_integers_in_a_hand_edited_file_come_back_exact(session: JSONLSession) -> None:
-    write(session, b'{"id":123456789012345678901234567890,"n":-99999999999999999999}\n{"small":18446744073709551615}\n')
+    write(
+        session,
+        b'{"id":123456789012345678901234567890,"n":-99999999999999999999}\n{"small":18446744073709551615}\n',
+    )
     expected = [{"id": 123456789012345678901234567890, "n": -99999999999999999999}, {"small": 2**64 - 1}]
     assert session.get_items_sync() == expected
     assert session.get_items_sync(2) == expected
@@ -338,7 +341,7 @@ def test_new_sidecar_is_made_durable_before_the_session_is_cut(
 
     write(session, b'{"a":1}\n{"b')
     monkeypatch.setattr(storage, "fsync_directory", spy_fsync_directory)
-    monkeypatch.setattr(storage.os, "ftruncate", spy_ftruncate)
+    monkeypatch.setattr(os, "ftruncate", spy_ftruncate)  # the os module storage calls
     with pytest.warns(TornTailWarning):
         session.add_items_sync([{"c": 3}])
     assert events[:2] == [f"fsync-dir {session.path.parent.name}", "truncate"]

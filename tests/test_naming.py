@@ -21,7 +21,21 @@ def test_plain_ids_are_the_file_name(session_id: str) -> None:
 
 @pytest.mark.parametrize(
     "session_id",
-    ["../x", "a/b", "/etc/passwd", "nul\x00byte", ".", "..", "...", "a b", "üñí", "%2F", "C:\\x", "\u2024\u2024/x", "－－／x"],
+    [
+        "../x",
+        "a/b",
+        "/etc/passwd",
+        "nul\x00byte",
+        ".",
+        "..",
+        "...",
+        "a b",
+        "üñí",
+        "%2F",
+        "C:\\x",
+        "\u2024\u2024/x",
+        "－－／x",
+    ],
 )
 def test_hostile_ids_stay_inside_the_directory(session_id: str, tmp_path: Path) -> None:
     directory = tmp_path / "sessions"
@@ -54,6 +68,8 @@ def test_encoding_is_reversible_and_safe(session_id: str) -> None:
     assert name.endswith(".jsonl") and len(name.encode()) <= 255
 
 
-@pytest.mark.parametrize("name", ["notes.txt", ".jsonl", "x.jsonl.torn", ".#x.jsonl", "a%2.jsonl", "a%ZZ.jsonl", "%61.jsonl"])
+@pytest.mark.parametrize(
+    "name", ["notes.txt", ".jsonl", "x.jsonl.torn", ".#x.jsonl", "a%2.jsonl", "a%ZZ.jsonl", "%61.jsonl"]
+)
 def test_files_that_are_not_sessions_are_ignored(name: str) -> None:
     assert id_for(name) is None

@@ -78,10 +78,8 @@ def test_postgresql_failures_are_one_line_errors(
         "postgresql://localhost/x",
         env=cli_env(PYTHONPATH=str(blocked.parent)),
     )
-    assert (no_driver.code, no_driver.err) == (
-        1,
-        "jsonl-session: error: postgresql:// needs the asyncpg driver: pip install 'jsonl-session[postgresql]'\n",
-    )
+    expected = "jsonl-session: error: postgresql:// needs the asyncpg driver: pip install 'jsonl-session[postgresql]'"
+    assert (no_driver.code, no_driver.err) == (1, expected + "\n")
 
 
 def test_sessions_are_kept_apart_in_one_database(postgres_url: str) -> None:  # noqa: F811

@@ -23,11 +23,26 @@ from jsonl_session.transfer import BATCH, copy_session, open_url
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
 
 TRICKY = [
-    {"role": "user", "content": "naïve café 東京 🚀 \"quoted\" back\\slash\nnew line\ttab"},
-    {"type": "function_call", "name": "f", "arguments": '{"x": [1, 2.5, null]}', "call_id": "call_1", "id": "fc_1"},
+    {"role": "user", "content": 'naïve café 東京 🚀 "quoted" back\\slash\nnew line\ttab'},
+    {
+        "type": "function_call",
+        "name": "f",
+        "arguments": '{"x": [1, 2.5, null]}',
+        "call_id": "call_1",
+        "id": "fc_1",
+    },
     {"type": "function_call_output", "call_id": "call_1", "output": [{"type": "input_text", "text": ""}]},
-    {"role": "assistant", "content": [{"type": "output_text", "text": "ok", "annotations": []}],
-     "big": 2**63 - 1, "neg": -0.0, "tiny": 5e-324, "flag": False, "nothing": None, "z_first": 1, "a_last": 2},
+    {
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+        "big": 2**63 - 1,
+        "neg": -0.0,
+        "tiny": 5e-324,
+        "flag": False,
+        "nothing": None,
+        "z_first": 1,
+        "a_last": 2,
+    },
 ]
 
 
@@ -35,12 +50,14 @@ def many(count: int) -> list[dict[str, Any]]:
     return [{"role": "user" if n % 2 else "assistant", "content": f"message {n}"} for n in range(count)]
 
 
-async def round_trip(url: str, source: JSONLSession, back: JSONLSession, remote_id: str) -> list[tuple[int, int]]:
+async def round_trip(
+    url: str, source: JSONLSession, back: JSONLSession, remote_id: str
+) -> list[tuple[int, int]]:
     calls: list[tuple[int, int]] = []
     async with open_url(url, remote_id) as remote:
-        assert await copy_session(source, remote, progress=lambda done, total: calls.append((done, total))) == len(
-            source.get_items_sync()
-        )
+        assert await copy_session(
+            source, remote, progress=lambda done, total: calls.append((done, total))
+        ) == len(source.get_items_sync())
         assert await remote.get_items() == source.get_items_sync()
     async with open_url(url, remote_id) as remote:  # a fresh connection: really stored there
         await copy_session(remote, back)
@@ -48,7 +65,9 @@ async def round_trip(url: str, source: JSONLSession, back: JSONLSession, remote_
 
 
 @pytest.mark.parametrize("scheme", ["sqlite", "sqlite+aiosqlite"])
-def test_round_trip_through_sql_backends_is_byte_for_byte(tmp_path: Path, sessions_dir: Path, scheme: str) -> None:
+def test_round_trip_through_sql_backends_is_byte_for_byte(
+    tmp_path: Path, sessions_dir: Path, scheme: str
+) -> None:
     source = JSONLSession("src", sessions_dir, durable=False)
     source.add_items_sync(TRICKY)
     back = JSONLSession("back", sessions_dir, durable=False)
@@ -72,7 +91,10 @@ def test_copy_session_works_between_any_two_sessions(sessions_dir: Path) -> None
     target = JSONLSession("b", sessions_dir)
     target.add_items_sync([{"role": "system", "content": "kept"}])
     assert asyncio.run(copy_session(source, target)) == len(TRICKY)
-    assert target.get_items_sync() == [{"role": "system", "content": "kept"}, *TRICKY]  # appended, not replaced
+    assert target.get_items_sync() == [
+        {"role": "system", "content": "kept"},
+        *TRICKY,
+    ]  # appended, not replaced
     empty = JSONLSession("empty", sessions_dir)
     assert asyncio.run(copy_session(empty, JSONLSession("c", sessions_dir))) == 0
     assert not (sessions_dir / "c.jsonl").exists()
@@ -98,7 +120,10 @@ def in_process(capsys: pytest.CaptureFixture[str], directory: Path, *args: str) 
 
 
 def test_export_and_import_commands(
-    tmp_path: Path, sessions_dir: Path, redis_url: str, capsys: pytest.CaptureFixture[str]  # noqa: F811
+    tmp_path: Path,
+    sessions_dir: Path,
+    redis_url: str,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     source = JSONLSession("convo", sessions_dir)
     source.add_items_sync(TRICKY)
@@ -112,7 +137,9 @@ def test_export_and_import_commands(
 
     again = in_process(capsys, sessions_dir, "export", "convo", "--to", database)
     assert again.code == 1 and "already has items; not overwriting it" in again.err
-    onto_existing = run(sessions_dir, "import", database, "--id", "convo", "--as", "copy")  # refused before any import
+    onto_existing = run(
+        sessions_dir, "import", database, "--id", "convo", "--as", "copy"
+    )  # refused before any import
     assert onto_existing.code == 1 and "already has items" in onto_existing.err
     wrong_id = in_process(capsys, sessions_dir, "import", database, "--id", "nope")
     assert wrong_id.code == 1 and "has no items (wrong --id?)" in wrong_id.err
@@ -131,7 +158,10 @@ def test_backend_failures_are_one_line_errors(
     closed_port = f"redis://:hunter2@127.0.0.1:{_closed_port()}/0"
     refused = in_process(capsys, sessions_dir, "export", "convo", "--to", closed_port)
     assert refused.code == 1 and refused.err.count("\n") == 1
-    assert refused.err.startswith("jsonl-session: error: redis://:***@127.0.0.1:") and "hunter2" not in refused.err
+    assert (
+        refused.err.startswith("jsonl-session: error: redis://:***@127.0.0.1:")
+        and "hunter2" not in refused.err
+    )
     assert run(sessions_dir, "export", "convo", "--to", "chats.db").code == 1
 
     # An item this format cannot store exactly (a 70-bit integer) stops the import before any write.
@@ -176,7 +206,9 @@ def test_progress_bar_only_on_a_terminal(
         os.close(leader)
     assert f"\rexport [{'#' * 29}.] {BATCH}/{BATCH + 1} items" in shown
     assert f"] {BATCH + 1}/{BATCH + 1} items" in shown
-    piped = in_process(capsys, sessions_dir, "import", database, "--id", "big", "--as", "big2")  # not a terminal
+    piped = in_process(
+        capsys, sessions_dir, "import", database, "--id", "big", "--as", "big2"
+    )  # not a terminal
     assert piped.code == 0 and "\r" not in piped.err
 
 

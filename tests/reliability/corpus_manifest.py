@@ -126,7 +126,10 @@ CASES: dict[str, Case] = {
     ),
     "nul_only_line.jsonl": Case(Bad(2), Bad(2), Bad(2), "a line of NUL bytes is not blank"),
     "binary_garbage.jsonl": Case(
-        Bad(1), Bad(2), Bad(2), "every byte value twice; the bytes after the last newline are torn",
+        Bad(1),
+        Bad(2),
+        Bad(2),
+        "every byte value twice; the bytes after the last newline are torn",
         torn=bytes(range(11, 256)),
     ),
     "png_renamed.jsonl": Case(
@@ -167,7 +170,9 @@ CASES: dict[str, Case] = {
     "comments.jsonl": Case(Bad(1), [{"n": 1}], {"n": 1}, "// comments are not JSON"),
     "single_quotes.jsonl": Case(Bad(1), Bad(1), Bad(1), "a Python repr, not JSON"),
     "raw_control_char.jsonl": Case(Bad(1), Bad(1), Bad(1), "a raw tab inside a string"),
-    "deep_nesting_2000.jsonl": Case(Bad(1), Bad(1), Bad(1), "2,000 nested arrays (the parser stops at 1,024)"),
+    "deep_nesting_2000.jsonl": Case(
+        Bad(1), Bad(1), Bad(1), "2,000 nested arrays (the parser stops at 1,024)"
+    ),
     "deep_nesting_with_long_number.jsonl": Case(
         Bad(1), Bad(1), Bad(1), "the same with a long number: once a RecursionError (regression)"
     ),
@@ -207,9 +212,9 @@ def render_readme() -> str:
             "changes the file; a refused file raises `MalformedLineError` naming the file and line; a",
             "failed `pop_item()` leaves the file as it was. The exact expectations live in",
             "`tests/reliability/corpus_manifest.py`; this table is generated from it",
-            "(`python tests/reliability/corpus_manifest.py`). \"error, line n\" is a `MalformedLineError`",
+            '(`python tests/reliability/corpus_manifest.py`). "error, line n" is a `MalformedLineError`',
             "for line n. `limit=1` and `pop` read only the newest lines, so they may succeed where a",
-            "full read fails. \"torn\": bytes a writer moves to `<file>.torn`.",
+            'full read fails. "torn": bytes a writer moves to `<file>.torn`.',
             "",
             "Generated at test time (too big to commit): a 50 MB single-line item, a 50 MB malformed",
             "line, and 10,000-deep nesting with and without a long number.",

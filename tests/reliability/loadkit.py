@@ -86,7 +86,13 @@ class OneSessionReport:
 
 
 def one_session(
-    directory: Path, *, writers: int, appends: int, readers: int = 2, watch: bool = True, durable: bool = False
+    directory: Path,
+    *,
+    writers: int,
+    appends: int,
+    readers: int = 2,
+    watch: bool = True,
+    durable: bool = False,
 ) -> OneSessionReport:
     """``writers`` processes append ``appends`` items each to one session, with readers and a watcher.
 

@@ -138,6 +138,7 @@ def test_a_rewrite_moves_a_torn_tail_to_the_sidecar_instead_of_dropping_it(tmp_p
     session.add_items_sync([{"n": 1}, {"n": 2}])
     with session.path.open("ab") as file:
         file.write(b'{"n":3,"content":"cut by a cra')
+
     def rewrite() -> None:
         with session.rewrite() as draft:
             draft.items = draft.items[:1]

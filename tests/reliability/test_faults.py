@@ -167,7 +167,16 @@ def test_a_full_disk_mid_write_is_taken_back(tmp_path: Path) -> None:
         pytest.skip("needs util-linux unshare for a private tmpfs (not installed)")
     mount = tmp_path / "tiny"
     mount.mkdir()
-    command = [unshare, "--user", "--map-root-user", "--mount", sys.executable, "-c", _ENOSPC_SCRIPT, str(mount)]
+    command = [
+        unshare,
+        "--user",
+        "--map-root-user",
+        "--mount",
+        sys.executable,
+        "-c",
+        _ENOSPC_SCRIPT,
+        str(mount),
+    ]
     run = subprocess.run(command, capture_output=True, text=True, timeout=50, check=False)
     refused = re.search(r"(unshare|mount)\b.*(not permitted|permission denied)", run.stderr, re.IGNORECASE)
     if run.returncode != 0 and refused:

@@ -36,7 +36,9 @@ _scalars = (
 )
 _values = st.recursive(
     _scalars,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 items = st.dictionaries(st.text(max_size=10), _values, max_size=5)
@@ -165,7 +167,9 @@ SessionMachine.TestCase.settings = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-test_random_operation_sequences_match_a_list_in_memory = pytest.mark.timeout(120 * SCALE)(SessionMachine.TestCase)
+test_random_operation_sequences_match_a_list_in_memory = pytest.mark.timeout(120 * SCALE)(
+    SessionMachine.TestCase
+)
 
 
 # -- random bytes fed to the reader -------------------------------------------------------------
@@ -211,9 +215,30 @@ def _strict_json(line: bytes) -> Any:
 _line_parts = st.one_of(
     items.map(orjson.dumps),
     st.sampled_from(
-        [b"", b"  ", b"\r", b"\t", b"{", b"}", b"[]", b"null", b"1", b'"s"', b"{}", b'{"a":NaN}',
-         b'{"a":1e999}', b'{"a":123456789012345678901234}', b'{"a":"\\ud800"}', b"\x00", b"\xff",
-         b"\xef\xbb\xbf", b"<<<<<<< HEAD", b'{"a":1,"a":2}', b'{"a":"\xc3"}', b'{"k":"\xe2\x80\xa8"}']
+        [
+            b"",
+            b"  ",
+            b"\r",
+            b"\t",
+            b"{",
+            b"}",
+            b"[]",
+            b"null",
+            b"1",
+            b'"s"',
+            b"{}",
+            b'{"a":NaN}',
+            b'{"a":1e999}',
+            b'{"a":123456789012345678901234}',
+            b'{"a":"\\ud800"}',
+            b"\x00",
+            b"\xff",
+            b"\xef\xbb\xbf",
+            b"<<<<<<< HEAD",
+            b'{"a":1,"a":2}',
+            b'{"a":"\xc3"}',
+            b'{"k":"\xe2\x80\xa8"}',
+        ]
     ),
     st.binary(max_size=12),
 )

@@ -12,7 +12,9 @@ def _defined_tests() -> set[str]:
     names = set()
     for path in (ROOT / "tests").rglob("test_*.py"):
         names.add(path.stem)
-        for match in re.finditer(r"^(?:async )?def (test_\w+)|^(test_\w+) = ", path.read_text(), re.MULTILINE):
+        for match in re.finditer(
+            r"^(?:async )?def (test_\w+)|^(test_\w+) = ", path.read_text(), re.MULTILINE
+        ):
             names.add(match.group(1) or match.group(2))
     return names
 
