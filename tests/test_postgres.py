@@ -78,8 +78,9 @@ def test_postgresql_failures_are_one_line_errors(
         "postgresql://localhost/x",
         env=cli_env(PYTHONPATH=str(blocked.parent)),
     )
-    expected = "jsonl-session: error: postgresql:// needs the asyncpg driver: pip install 'jsonl-session[postgresql]'"
-    assert (no_driver.code, no_driver.err) == (1, expected + "\n")
+    install = "pip install 'jsonl-session[postgresql]'"
+    expected = f"jsonl-session: error: postgresql:// needs the asyncpg driver: {install}\n"
+    assert (no_driver.code, no_driver.err) == (1, expected)
 
 
 def test_sessions_are_kept_apart_in_one_database(postgres_url: str) -> None:  # noqa: F811
