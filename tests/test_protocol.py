@@ -12,12 +12,14 @@ import pytest
 from jsonl_session import JSONLSession
 
 
+@pytest.mark.sdk
 def test_is_an_agents_session(sessions_dir: Path) -> None:
     memory = pytest.importorskip("agents.memory")
     session = JSONLSession("s", sessions_dir)
     assert isinstance(session, memory.Session)
 
 
+@pytest.mark.sdk
 def test_sdk_settings_object_is_kept_and_resolves(sessions_dir: Path) -> None:
     settings_module = pytest.importorskip("agents.memory.session_settings")
     sdk_settings = settings_module.SessionSettings(limit=4)
@@ -45,6 +47,7 @@ def test_session_settings_are_the_sdks_type_when_agents_is_loaded(sessions_dir: 
         assert util.resolve_session_limit(None, session.session_settings) == session.session_settings.limit
 
 
+@pytest.mark.sdk
 def test_settings_become_the_sdks_type_when_agents_is_imported_later(tmp_path: Path) -> None:
     pytest.importorskip("agents")
     script = textwrap.dedent(
