@@ -4,28 +4,55 @@ Example:
     >>> from jsonl_session import JSONLSession
     >>> session = JSONLSession("convo_123")          # ./sessions/convo_123.jsonl
     >>> # result = await Runner.run(agent, "Hello", session=session)
+
+Names are imported on first use (module ``__getattr__``, PEP 562): ``import jsonl_session``
+costs almost nothing, so the CLI starts fast, and ``jsonl-session ls`` never loads asyncio,
+the file watcher or the lock library it does not need.
 """
 
-from .directory import SessionDirectory, SessionInfo
+import importlib as _importlib
+import typing as _typing
+
 from .errors import (
+    BackendUnavailable,
+    InvalidBackendURL,
     InvalidSessionId,
     ItemNotStorableError,
     JSONLSessionError,
     LockTimeout,
     MalformedLineError,
     ReadOnlySessionError,
+    SessionExistsError,
     SessionFileError,
+    SessionNotFoundError,
     TornTailWarning,
     UnsafePathError,
 )
-from .session import Draft, JSONLSession
-from .settings import SessionSettings
-from .transfer import copy_session
-from .watch import Change, watch_directory, watch_directory_sync
+
+if _typing.TYPE_CHECKING:  # what the lazy names below are, for type checkers and editors
+    from .directory import SessionDirectory, SessionInfo
+    from .session import Draft, JSONLSession
+    from .settings import SessionSettings
+    from .transfer import copy_session
+    from .watch import Change, watch_directory, watch_directory_sync
+
+_LAZY = {
+    "Change": "watch",
+    "Draft": "session",
+    "JSONLSession": "session",
+    "SessionDirectory": "directory",
+    "SessionInfo": "directory",
+    "SessionSettings": "settings",
+    "copy_session": "transfer",
+    "watch_directory": "watch",
+    "watch_directory_sync": "watch",
+}
 
 __all__ = [
+    "BackendUnavailable",
     "Change",
     "Draft",
+    "InvalidBackendURL",
     "InvalidSessionId",
     "ItemNotStorableError",
     "JSONLSession",
@@ -34,8 +61,10 @@ __all__ = [
     "MalformedLineError",
     "ReadOnlySessionError",
     "SessionDirectory",
+    "SessionExistsError",
     "SessionFileError",
     "SessionInfo",
+    "SessionNotFoundError",
     "SessionSettings",
     "TornTailWarning",
     "UnsafePathError",
@@ -43,3 +72,16 @@ __all__ = [
     "watch_directory",
     "watch_directory_sync",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups are ordinary attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -37,7 +37,8 @@ from .directory import SessionDirectory
 from .errors import JSONLSessionError
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .session import JSONLSession
-from .transcript import Style, label, render, text_of
+from .terminal import printable
+from .transcript import Style, heading, label, render, text_of
 
 PROG = "jsonl-session"
 DIR_ENV = "JSONL_SESSION_DIR"
@@ -103,13 +104,14 @@ def cmd_ls(args: argparse.Namespace) -> int:
             )
         return 0
     if not infos:
-        print(f"no sessions in {args.dir}", file=sys.stderr)
+        _note(f"no sessions in {args.dir}")
         return 0
-    width = max(2, *(len(info.session_id) for info in infos))
+    shown = [printable(info.session_id) for info in infos]
+    width = max(2, *(len(session_id) for session_id in shown))
     out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  MODIFIED (UTC)\n")
-    for info in infos:
+    for info, session_id in zip(infos, shown):
         modified = info.modified.strftime("%Y-%m-%d %H:%M:%S")
-        out.write(f"{info.session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}\n")
+        out.write(f"{session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}\n")
     return 0
 
 
@@ -139,7 +141,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     else:
         items = [{"role": args.role, "content": args.text}]
     session.add_items_sync(items)
-    print(f"{args.id}: added {len(items)} item{_s(len(items))}", file=sys.stderr)
+    _note(f"{args.id}: added {len(items)} item{_s(len(items))}")
     return 0
 
 
@@ -157,7 +159,7 @@ def cmd_clear(args: argparse.Namespace) -> int:
     if not args.yes and not _confirm(f"clear all {count} item{_s(count)} of {args.id}?"):
         raise Failure(f"{args.id}: not cleared")
     session.clear_session_sync()
-    print(f"{args.id}: cleared {count} item{_s(count)}", file=sys.stderr)
+    _note(f"{args.id}: cleared {count} item{_s(count)}")
     return 0
 
 
@@ -167,7 +169,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
         raise Failure(f"{args.id}: not deleted")
     if not _directory(args).delete(args.id):
         raise Failure(f"{args.id}: no such session in {args.dir}")
-    print(f"{args.id}: deleted {session.path}", file=sys.stderr)
+    _note(f"{args.id}: deleted {session.path}")
     return 0
 
 
@@ -175,7 +177,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     _existing(args, args.source)
     target = _directory(args).fork(args.source, args.target, at=args.at)
     count = len(target.get_items_sync())
-    print(f"{args.target}: forked {count} item{_s(count)} from {args.source}", file=sys.stderr)
+    _note(f"{args.target}: forked {count} item{_s(count)} from {args.source}")
     return 0
 
 
@@ -199,11 +201,11 @@ def cmd_check(args: argparse.Namespace) -> int:
                     }
                 )
             else:
-                print(("fixed: " if problem.fixed else "") + str(problem))
+                print(("fixed: " if problem.fixed else "") + printable(str(problem)))
     summary = f"checked {len(paths)} file{_s(len(paths))}: {found} problem{_s(found)}"
     if args.fix:
         summary += f", {found - remaining} fixed"
-    print(summary, file=sys.stderr)
+    _note(summary)
     return 1 if remaining else 0
 
 
@@ -212,10 +214,9 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
     findings = redact_session(_existing(args, args.id))
     for finding in findings:
-        print(
-            f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]"
-        )
-    print(f"{args.id}: redacted {len(findings)} secret{_s(len(findings))}", file=sys.stderr)
+        where = f"{finding.path}:{finding.line}"
+        print(printable(f"{where}: {finding.kind}: {finding.excerpt} -> [REDACTED:{finding.kind}]"))
+    _note(f"{args.id}: redacted {len(findings)} secret{_s(len(findings))}")
     return 0
 
 
@@ -241,7 +242,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
                     raise Failure(f"{args.id}: edit abandoned; session left unchanged") from None
         draft.items = items
     after = len(items)
-    print(f"{args.id}: saved ({before} -> {after} item{_s(after)})", file=sys.stderr)
+    _note(f"{args.id}: saved ({before} -> {after} item{_s(after)})")
     return 0
 
 
@@ -260,7 +261,7 @@ def cmd_grep(args: argparse.Namespace) -> int:
         session = _existing(args, session_id) if args.ids else _open(args, session_id)
         for number, item in _matching_items(session.path, needle, args.ignore_case, args.lock_timeout):
             role = label(item)
-            if args.role is not None and role != args.role:
+            if args.role is not None and args.role not in (role, heading(item)):
                 continue
             text = text_of(item)
             match = pattern.search(text)
@@ -270,7 +271,8 @@ def cmd_grep(args: argparse.Namespace) -> int:
             if args.json:
                 _json_line({"id": session_id, "line": number, "role": role, "text": text})
             else:
-                write(f"{session_id}:{number}: {style.role(role)}: {_snippet(text, match, style)}\n")
+                head = style.role(printable(heading(item)))
+                write(f"{printable(session_id)}:{number}: {head}: {_snippet(text, match, style)}\n")
     return 0 if matches else 1
 
 
@@ -301,16 +303,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    scope = args.id or f"{len(ids)} session{_s(len(ids))}"
+    scope = printable(args.id) if args.id else f"{len(ids)} session{_s(len(ids))}"
     print(
         f"{scope}: {items} item{_s(items)}, {characters} characters, {tool_calls} tool call{_s(tool_calls)}"
     )
     for name, count in labels.most_common():
-        print(f"  {name:<24} {count:>7}")
+        print(f"  {printable(name):<24} {count:>7}")
     if tools:
         print("tools:")
         for name, count in tools.most_common():
-            print(f"  {name:<24} {count:>7}")
+            print(f"  {printable(name):<24} {count:>7}")
     return 0
 
 
@@ -435,7 +437,7 @@ def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
     """
     style = _style(sys.stdout)
     if not session.path.is_file():
-        print(f"{args.id}: no such session in {args.dir} yet; waiting for it", file=sys.stderr)
+        _note(f"{args.id}: no such session in {args.dir} yet; waiting for it")
     with session.watch_sync(start=args.n, raise_interrupt=False) as changes:
         for change in changes:
             if args.json:
@@ -490,7 +492,7 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
                 }
             )
         else:
-            print(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}")
+            print(printable(f"{finding.path}:{finding.line}: {finding.kind}: {finding.excerpt}"))
     if findings:
         print(
             f"{len(findings)} secret{_s(len(findings))} found; `{PROG} redact ID` replaces them",
@@ -570,7 +572,11 @@ def _snippet(text: str, match: re.Match[str], style: Style) -> str:
     """About SNIPPET characters around the match, on one line, the match highlighted."""
     start = max(0, match.start() - SNIPPET // 3)
     end = min(len(text), max(match.end(), start + SNIPPET))
-    window = text[start : match.start()] + style.match(match.group()) + text[match.end() : end]
+    window = (
+        printable(text[start : match.start()])
+        + style.match(printable(match.group()))
+        + printable(text[match.end() : end])
+    )
     # split/join squashes newlines and runs of spaces 4x faster than a regex (colour codes have no spaces)
     return ("…" if start else "") + " ".join(window.split()) + ("…" if end < len(text) else "")
 
@@ -607,7 +613,7 @@ async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
         count = await copy_session(fetched, target, progress=_progress_bar("import"))
     if not count:
         raise Failure(f"{_shown(url)}: session {source_id!r} has no items (wrong --id?)")
-    print(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}", file=sys.stderr)
+    _note(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}")
     return 0
 
 
@@ -695,12 +701,17 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _note(message: str) -> None:
+    """One line for the person at the terminal (stderr), control characters escaped."""
+    print(printable(message), file=sys.stderr)
+
+
 def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    _note(f"{PROG}: error: {message}")
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr)
+    _note(f"{PROG}: warning: {message}")
 
 
 def _quiet_broken_pipe() -> int:
@@ -892,7 +903,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grep.add_argument("pattern", metavar="PATTERN", help="Python regular expression")
     grep.add_argument("ids", nargs="*", metavar="ID", help="sessions to search (default: all)")
-    grep.add_argument("--role", help="only items with this role (or type, e.g. function_call)")
+    grep.add_argument(
+        "--role", help="only items with this role, or as shown (tool call), or this type (function_call)"
+    )
     grep.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
 
     stats = _command(

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import storage
 from .codec import encode_items
+from .errors import SessionExistsError, SessionNotFoundError
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, fsync_directory
 from .naming import id_for
 from .session import DEFAULT_DIRECTORY, JSONLSession, check_lock_timeout
@@ -107,13 +108,13 @@ class SessionDirectory:
         """Copy the first ``at`` items (all when None) of one session to a new one.
 
         Raises:
-            FileExistsError: ``target_id`` already has items (nothing is overwritten).
-            FileNotFoundError: ``source_id`` does not exist.
+            SessionExistsError: ``target_id`` already has items (nothing is overwritten); a FileExistsError.
+            SessionNotFoundError: ``source_id`` does not exist; a FileNotFoundError.
         """
         source = self.open(source_id)
         target = self.open(target_id)
         if not source.path.is_file():
-            raise FileNotFoundError(f"{source.path}: no such session")
+            raise SessionNotFoundError(source.path, "no such session")
         items = source.get_items_sync()
         if at is not None:
             if at < 0:
@@ -122,7 +123,7 @@ class SessionDirectory:
         encode_items(items)  # refuse what cannot be stored before the target file exists
         with target.rewrite() as draft:
             if draft.items:
-                raise FileExistsError(f"{target.path}: session already exists; not overwriting it")
+                raise SessionExistsError(target.path, "session already exists; not overwriting it")
             draft.items = items
         return target
 

@@ -3,9 +3,13 @@
     JSONLSessionError
     ├── InvalidSessionId        (also ValueError)  the id cannot name a file
     ├── ItemNotStorableError    (also ValueError)  an item would not round-trip exactly
+    ├── InvalidBackendURL       (also ValueError)  export/import: not a backend URL
+    ├── BackendUnavailable      (also ImportError) export/import: the backend's package is missing
     ├── SessionFileError                           something is wrong with a file on disk
     │   ├── MalformedLineError  (also ValueError)  a line is not a JSON object
-    │   └── UnsafePathError     (also PermissionError) a symlink where a session file belongs
+    │   ├── UnsafePathError     (also PermissionError) a symlink where a session file belongs
+    │   ├── SessionNotFoundError (also FileNotFoundError) fork: no such source session
+    │   └── SessionExistsError  (also FileExistsError) fork: the target already has items
     ├── ReadOnlySessionError    (also PermissionError) a write to a read-only test fixture
     └── LockTimeout             (also TimeoutError) another process held the lock too long
 
@@ -18,6 +22,22 @@ file path (and line) it is about, and pickles across processes.
 from __future__ import annotations
 
 from pathlib import Path
+
+__all__ = [
+    "BackendUnavailable",
+    "InvalidBackendURL",
+    "InvalidSessionId",
+    "ItemNotStorableError",
+    "JSONLSessionError",
+    "LockTimeout",
+    "MalformedLineError",
+    "ReadOnlySessionError",
+    "SessionExistsError",
+    "SessionFileError",
+    "SessionNotFoundError",
+    "TornTailWarning",
+    "UnsafePathError",
+]
 
 
 class JSONLSessionError(Exception):
@@ -63,6 +83,36 @@ class MalformedLineError(SessionFileError, ValueError):
 
 class UnsafePathError(SessionFileError, PermissionError):
     """A symlink (or other non-regular file) sits where a session file or sidecar belongs."""
+
+
+class SessionNotFoundError(SessionFileError, FileNotFoundError):
+    """The session to read or copy has no file (``SessionDirectory.fork``'s source).
+
+    Example:
+        >>> try:
+        ...     SessionDirectory("sessions").fork("no-such-id", "copy")  # doctest: +SKIP
+        ... except FileNotFoundError as exc:
+        ...     print(exc)
+        sessions/no-such-id.jsonl: no such session
+    """
+
+
+class SessionExistsError(SessionFileError, FileExistsError):
+    """The session to create already has items; nothing was overwritten (``fork``'s target)."""
+
+
+class InvalidBackendURL(JSONLSessionError, ValueError):
+    """``open_url`` (``export --to``, ``import``) was given something that is not a backend URL.
+
+    Example:
+        >>> async with open_url("chats.db", "c1"):  # doctest: +SKIP
+        ...     pass
+        InvalidBackendURL: 'chats.db' is not a backend URL; use sqlite:///path.db, ...
+    """
+
+
+class BackendUnavailable(JSONLSessionError, ImportError):
+    """The backend named by a URL needs a package that is not installed (the message says which)."""
 
 
 class ReadOnlySessionError(JSONLSessionError, PermissionError):

@@ -34,7 +34,7 @@ from typing import Any, Literal
 import pytest
 
 from .directory import SessionDirectory
-from .errors import ReadOnlySessionError
+from .errors import ReadOnlySessionError, SessionNotFoundError
 from .naming import filename_for, id_for
 from .replay import Recording, ReplayMismatch
 from .session import JSONLSession
@@ -147,7 +147,7 @@ def open_session_fixture(
         if not source.is_absolute():
             source = request.config.rootpath / source
         if not source.is_file():
-            raise FileNotFoundError(f"{source}: no such session file")
+            raise SessionNotFoundError(source, "no such session file")
         session_id = id_for(source.name)
         if session_id is None:
             raise ValueError(f"{source}: a session file is named <id>.jsonl")

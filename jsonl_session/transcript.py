@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 import orjson
 
+from .terminal import printable
+
 TOOL_TEXT_WIDTH = 200
 
 
@@ -51,6 +53,9 @@ def text_of(item: dict[str, Any]) -> str:
 def render(item: dict[str, Any], *, number: int | None = None, style: Style | None = None) -> str:
     """One item as transcript text; tool arguments and outputs are shortened.
 
+    Control characters from the item are shown escaped (:func:`~jsonl_session.terminal.printable`),
+    so only ``style``'s own colour codes reach the terminal.
+
     Example:
         >>> render({"type": "function_call", "name": "add", "arguments": '{"a":1}', "call_id": "c1"})
         'tool call add {"a":1}  [c1]'
@@ -59,17 +64,31 @@ def render(item: dict[str, Any], *, number: int | None = None, style: Style | No
     prefix = f"{number:>4}  " if number is not None else ""
     kind = item.get("type")
     if kind == "function_call":
-        arguments = shorten(_as_text(item.get("arguments", "")))
-        head = style.tool(f"tool call {item.get('name', '?')}")
-        return f"{prefix}{head} {arguments}  [{item.get('call_id', '?')}]"
+        arguments = printable(shorten(_as_text(item.get("arguments", ""))))
+        head = style.tool(printable(f"{heading(item)} {item.get('name', '?')}"))
+        return f"{prefix}{head} {arguments}  [{printable(str(item.get('call_id', '?')))}]"
     if kind == "function_call_output":
-        head = style.tool(f"tool output [{item.get('call_id', '?')}]")
-        return f"{prefix}{head}: {shorten(_parts_text(item.get('output')))}"
+        head = style.tool(printable(f"{heading(item)} [{item.get('call_id', '?')}]"))
+        return f"{prefix}{head}: {printable(shorten(_parts_text(item.get('output'))))}"
     if kind == "reasoning":
-        return f"{prefix}{style.dim('reasoning')}: {_parts_text(item.get('summary')) or '(no summary)'}"
+        summary = printable(_parts_text(item.get("summary"))) or "(no summary)"
+        return f"{prefix}{style.dim('reasoning')}: {summary}"
     if "role" in item and kind in (None, "message"):
-        return f"{prefix}{style.role(label(item))}: {_parts_text(item.get('content'))}"
-    return f"{prefix}{style.dim(label(item))}: {shorten(orjson.dumps(item).decode())}"
+        return f"{prefix}{style.role(printable(label(item)))}: {printable(_parts_text(item.get('content')))}"
+    return f"{prefix}{style.dim(printable(label(item)))}: {printable(shorten(orjson.dumps(item).decode()))}"
+
+
+def heading(item: dict[str, Any]) -> str:
+    """How ``show`` and ``grep`` both name an item: its role, ``tool call``, ``tool output``...
+
+    Example:
+        >>> heading({"type": "function_call", "name": "add"}), heading({"role": "user", "content": "hi"})
+        ('tool call', 'user')
+    """
+    return _HEADINGS.get(str(item.get("type")), "") or label(item)
+
+
+_HEADINGS = {"function_call": "tool call", "function_call_output": "tool output"}
 
 
 def shorten(text: str, width: int = TOOL_TEXT_WIDTH) -> str:

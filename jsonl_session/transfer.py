@@ -25,16 +25,14 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from .errors import JSONLSessionError
+from .errors import BackendUnavailable, InvalidBackendURL
+
+__all__ = ["Backend", "BackendUnavailable", "Progress", "copy_session", "open_backend", "open_url"]
 
 BATCH = 500
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(items_copied, items_total)`` after each batch."""
-
-
-class BackendUnavailable(JSONLSessionError):
-    """The backend named by a URL needs a package that is not installed (the message says which)."""
 
 
 async def copy_session(source: Any, target: Any, *, progress: Progress | None = None) -> int:
@@ -64,7 +62,7 @@ async def open_url(url: str, session_id: str) -> AsyncIterator[Any]:
     """Open the SDK session stored under ``session_id`` at ``url``; close it on exit.
 
     Raises:
-        ValueError: the URL's scheme is not one this function knows.
+        InvalidBackendURL: not a URL, or a scheme this function does not know (a ValueError).
         BackendUnavailable: the backend's package is not installed.
 
     Example:
@@ -152,7 +150,7 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
         finally:
             await engine.dispose()
     else:
-        raise ValueError(
+        raise InvalidBackendURL(
             f"{url!r} is not a backend URL; use sqlite:///path.db, sqlite+aiosqlite:///path.db "
             "(or another SQLAlchemy URL), postgresql://user@host/db or redis://host:port/db"
         )
@@ -171,7 +169,7 @@ def _keep(session: Any) -> None:
 def _sqlite_path(url: str) -> str:
     path = url[len("sqlite:///") :] if url.lower().startswith("sqlite:///") else ""
     if not path or path == ":memory:":
-        raise ValueError(f"{url!r}: give a database file, e.g. sqlite:///chats.db")
+        raise InvalidBackendURL(f"{url!r}: give a database file, e.g. sqlite:///chats.db")
     return path
 
 
@@ -234,7 +232,7 @@ def _sqlalchemy_engine(url: str) -> tuple[Any, Any]:
     except ImportError as exc:  # the driver named in the URL (aiosqlite, asyncpg...)
         raise BackendUnavailable(f"{url.split(':', 1)[0]}: driver not installed ({exc})") from None
     except Exception as exc:  # noqa: BLE001  (sqlalchemy's ArgumentError and friends: a malformed URL)
-        raise ValueError(f"{url!r}: not a usable SQLAlchemy URL ({exc})") from None
+        raise InvalidBackendURL(f"{url!r}: not a usable SQLAlchemy URL ({exc})") from None
 
 
 async def _sqlalchemy_ids(engine: Any) -> list[str]:

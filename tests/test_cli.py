@@ -234,13 +234,21 @@ def test_grep_prints_id_line_role_snippet_and_filters_by_role(sessions_dir: Path
     assert result.code == 0
     assert result.out.splitlines() == [
         "convo:1: user: What is the weather in Paris?",
-        'convo:3: function_call: get_weather({"city":"Paris"})',
+        'convo:3: tool call: get_weather({"city":"Paris"})',
         "convo:5: assistant: It is sunny in Paris, 21°C.",
         "notes:1: user: paris in spring",
         'notes:3: assistant: He said "PARIS" twice',
     ]
     assistant = run(sessions_dir, "grep", "Paris", "convo", "--role", "assistant", "--json")
     assert [json.loads(line)["line"] for line in assistant.out.splitlines()] == [5]
+    # show and grep name tool items alike; --role takes that name or the item's type.
+    shown = run(sessions_dir, "show", "convo").out.splitlines()
+    assert shown[2].startswith("   3  tool call get_weather") and shown[3].startswith("   4  tool output [")
+    for role in ("tool call", "function_call"):
+        calls = run(sessions_dir, "grep", "Paris", "convo", "--role", role)
+        assert calls.out == 'convo:3: tool call: get_weather({"city":"Paris"})\n'
+    outputs = run(sessions_dir, "grep", "Sunny", "convo", "--role", "tool output")
+    assert outputs.out.startswith("convo:4: tool output: ")
 
     # A pattern that spans a JSON escape (the quote) is matched against the decoded text.
     quoted = run(sessions_dir, "grep", 'said "P')
