@@ -31,18 +31,24 @@ from .errors import (
 
 if _typing.TYPE_CHECKING:  # what the lazy names below are, for type checkers and editors
     from .directory import SessionDirectory, SessionInfo
+    from .lineage import Lineage
+    from .runs import PausedRun
     from .session import Draft, JSONLSession
     from .settings import SessionSettings
     from .transfer import copy_session
+    from .turns import Turn
     from .watch import Change, watch_directory, watch_directory_sync
 
 _LAZY = {
     "Change": "watch",
     "Draft": "session",
     "JSONLSession": "session",
+    "Lineage": "lineage",
+    "PausedRun": "runs",
     "SessionDirectory": "directory",
     "SessionInfo": "directory",
     "SessionSettings": "settings",
+    "Turn": "turns",
     "copy_session": "transfer",
     "watch_directory": "watch",
     "watch_directory_sync": "watch",
@@ -57,8 +63,10 @@ __all__ = [
     "ItemNotStorableError",
     "JSONLSession",
     "JSONLSessionError",
+    "Lineage",
     "LockTimeout",
     "MalformedLineError",
+    "PausedRun",
     "ReadOnlySessionError",
     "SessionDirectory",
     "SessionExistsError",
@@ -67,6 +75,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionSettings",
     "TornTailWarning",
+    "Turn",
     "UnsafePathError",
     "copy_session",
     "watch_directory",

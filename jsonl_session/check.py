@@ -7,7 +7,10 @@ Problems found, each with the file and the line it is on:
   Readers skip it; ``fix=True`` moves it to the ``.torn`` sidecar, as the next writer would;
 * git merge conflict markers (``<<<<<<<``, ``=======``, ``>>>>>>>``), named as such;
 * a ``function_call`` with no ``function_call_output`` for its ``call_id``, or an output
-  with no call: the model API rejects such a history on the next turn.
+  with no call: the model API rejects such a history on the next turn;
+  Calls that a paused run (``.run``) waits to have approved are not reported;
+* a fork whose source has diverged from the prefix recorded in its ``.lineage`` (see
+  ``lineage``), or whose lineage file is unreadable.
 
 Only torn tails are fixable here: every other repair means deciding what the conversation
 should say, which is a job for ``jsonl-session edit``.
@@ -77,7 +80,7 @@ def check_file(
         return [Problem(path, None, "no such file")]
     try:
         lines = storage.read_all_lines(fd)
-        problems = _line_problems(path, lines)
+        problems = _line_problems(path, lines, _awaiting_approval(path))
         torn = _torn_tail(path, lines)
         if torn is not None and fix:
             with warnings.catch_warnings():
@@ -89,10 +92,32 @@ def check_file(
         handle.close()
     if torn is not None:
         problems.append(torn)
+    problems.extend(_lineage_problems(path, lock_timeout))
     return sorted(problems, key=lambda problem: problem.line or 0)
 
 
-def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
+def _awaiting_approval(path: Path) -> frozenset[Any]:
+    """Call ids a paused run (``<file>.jsonl.run``) waits on: unanswered on purpose, not a problem."""
+    from .runs import info
+
+    try:
+        paused = info(path)
+    except SessionFileError:
+        return frozenset()  # an unreadable .run: the calls are reported as unanswered
+    return frozenset(entry.get("call_id") for entry in paused.pending) if paused is not None else frozenset()
+
+
+def _lineage_problems(path: Path, lock_timeout: float) -> list[Problem]:
+    from .lineage import divergence
+
+    try:
+        reason = divergence(path, lock_timeout=lock_timeout)
+    except SessionFileError as exc:  # a broken .lineage, or a source with a bad line
+        return [Problem(exc.path, exc.line, exc.message)]
+    return [] if reason is None else [Problem(path, None, reason)]
+
+
+def _line_problems(path: Path, lines: list[bytes], awaiting: frozenset[Any] = frozenset()) -> list[Problem]:
     problems = []
     calls: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
     answers: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
@@ -118,7 +143,7 @@ def _line_problems(path: Path, lines: list[bytes]) -> list[Problem]:
         elif kind in answer_types:
             answers.setdefault((answer_types[kind], item.get("call_id")), (number, item))
     for key, (number, item) in calls.items():
-        if key not in answers:
+        if key not in answers and key[1] not in awaiting:  # a paused run's call waits for a person
             name = f" ({item['name']})" if isinstance(item.get("name"), str) else ""
             problems.append(Problem(path, number, f"{key[0]} {key[1]!r}{name} has no {CALL_PAIRS[key[0]]}"))
     for key, (number, item) in answers.items():

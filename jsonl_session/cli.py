@@ -89,8 +89,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    from .cli_history import mark, print_tree
+
     infos = _directory(args).list()
     out = sys.stdout
+    if args.tree and not args.json and infos:
+        print_tree(infos)
+        return 0
     if args.json:
         for info in infos:
             _json_line(
@@ -100,6 +105,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
                     "size": info.size,
                     "modified": info.modified.isoformat(timespec="seconds"),
                     "path": str(info.path),
+                    "paused": info.paused,
+                    "forked_from": info.forked_from,
                 }
             )
         return 0
@@ -108,15 +115,22 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return 0
     shown = [printable(info.session_id) for info in infos]
     width = max(2, *(len(session_id) for session_id in shown))
-    out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  MODIFIED (UTC)\n")
-    for info, session_id in zip(infos, shown):
+    marks = [printable(mark(info)) for info in infos]
+    note = "  NOTE" if any(marks) else ""
+    out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  {'MODIFIED (UTC)':<19}{note}".rstrip() + "\n")
+    for info, session_id, marked in zip(infos, shown, marks):
         modified = info.modified.strftime("%Y-%m-%d %H:%M:%S")
-        out.write(f"{session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}\n")
+        row = f"{session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}  {marked}"
+        out.write(row.rstrip() + "\n")
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     session = _existing(args, args.id)
+    if args.turns:
+        from .cli_history import show_turns
+
+        return show_turns(args, session)
     items = session.get_items_sync()
     first = 1
     if args.n is not None:
@@ -175,10 +189,16 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     _existing(args, args.source)
-    target = _directory(args).fork(args.source, args.target, at=args.at)
+    target = _directory(args).fork(args.source, args.target, at=args.at, at_turn=args.at_turn)
     count = len(target.get_items_sync())
     _note(f"{args.target}: forked {count} item{_s(count)} from {args.source}")
     return 0
+
+
+def cmd_rewind(args: argparse.Namespace) -> int:
+    from .cli_history import cmd_rewind as rewind
+
+    return rewind(args)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -291,6 +311,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
             if item.get("type") == "function_call":
                 tools[str(item.get("name", "?"))] += 1
     tool_calls = sum(tools.values())
+    from .cli_history import print_usage, usage_stats
+
+    per_session, overall = usage_stats(args, ids)
     if args.json:
         _json_line(
             {
@@ -300,6 +323,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 "tool_calls": tool_calls,
                 "by_role": dict(labels.most_common()),
                 "tools": dict(tools.most_common()),
+                "tokens": {"total": overall, "by_session": per_session},
             }
         )
         return 0
@@ -313,6 +337,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print("tools:")
         for name, count in tools.most_common():
             print(f"  {printable(name):<24} {count:>7}")
+    print_usage(per_session, overall)
     return 0
 
 
@@ -780,14 +805,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(command=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    _command(
+    ls = _command(
         commands,
         "ls",
         cmd_ls,
-        "list sessions: item count, size, last modified, newest first",
-        f"{PROG} ls --dir sessions",
+        "list sessions: item count, size, last modified, newest first; marks paused runs and forks",
+        f"{PROG} ls --dir sessions\n{PROG} ls --tree",
         json=True,
     )
+    ls.add_argument("--tree", action="store_true", help="show forks under the session they were forked from")
 
     show = _command(
         commands,
@@ -798,7 +824,12 @@ def build_parser() -> argparse.ArgumentParser:
         json=True,
     )
     show.add_argument("id", help="session id")
-    show.add_argument("-n", type=_count, metavar="N", help="only the newest N items")
+    show.add_argument("-n", type=_count, metavar="N", help="only the newest N items (with --turns: turns)")
+    show.add_argument(
+        "--turns",
+        action="store_true",
+        help="one line per turn: number, items, when it ran and its tokens (if recorded), the question",
+    )
 
     tail = _command(
         commands,
@@ -846,7 +877,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "rm",
         cmd_rm,
-        "delete a session's file (its .torn sidecar is kept)",
+        "delete a session and its metadata (its .torn sidecar is kept)",
         f"{PROG} rm convo_123 --yes",
     )
     rm.add_argument("id", help="session id")
@@ -856,12 +887,30 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "fork",
         cmd_fork,
-        "copy a session (or its first N items) to a new id",
-        f"{PROG} fork convo_123 convo_123-retry --at 4",
+        "copy a session (or its first N items or turns) to a new id, recording its lineage",
+        f"{PROG} fork convo_123 convo_123-retry --at 4\n{PROG} fork convo_123 convo_123-b --at-turn 2",
     )
     fork.add_argument("source", metavar="SRC", help="session to copy")
     fork.add_argument("target", metavar="DST", help="new session id (must not have items)")
-    fork.add_argument("--at", type=_count, metavar="N", help="copy only the first N items")
+    at = fork.add_mutually_exclusive_group()
+    at.add_argument("--at", type=_count, metavar="N", help="copy only the first N items")
+    at.add_argument(
+        "--at-turn",
+        type=_count,
+        metavar="K",
+        help="copy only the first K whole turns (to redo turn K, give K-1)",
+    )
+
+    rewind = _command(
+        commands,
+        "rewind",
+        cmd_rewind,
+        "remove whole turns from the end (one locked truncation) and print what was removed",
+        f"{PROG} rewind convo_123\n{PROG} rewind convo_123 --turns 2",
+        json=True,
+    )
+    rewind.add_argument("id", help="session id")
+    rewind.add_argument("--turns", type=_count, default=1, metavar="N", help="how many turns (default 1)")
 
     check = _command(
         commands,

@@ -4,29 +4,36 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import storage
-from .codec import encode_items
-from .errors import SessionExistsError, SessionNotFoundError
+from . import sidecars, storage
+from .errors import SessionNotFoundError
+from .lineage import new_lineage, read_lineage
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, fsync_directory
 from .naming import id_for
 from .session import DEFAULT_DIRECTORY, JSONLSession, check_lock_timeout
+from .turns import split_turns
 
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """One session file as ``SessionDirectory.list()`` reports it."""
+    """One session file as ``SessionDirectory.list()`` reports it.
+
+    ``paused`` is True when a run waits for a tool approval (``<file>.jsonl.run``), and
+    ``forked_from`` names the session this one was forked from (``<file>.jsonl.lineage``).
+    """
 
     session_id: str
     path: Path
     items: int
     size: int
     modified: datetime
+    paused: bool = False
+    forked_from: str | None = None
 
 
 class SessionDirectory:
@@ -68,9 +75,15 @@ class SessionDirectory:
             return False
 
     def list(self) -> list[SessionInfo]:
-        """Every session with its item count, size and modification time, newest first."""
+        """Every session with its item count, size and modification time, newest first.
+
+        Which sessions have a paused run or a lineage is read off the one folder listing;
+        only forks cost a read more (their lineage file, for ``forked_from``).
+        """
         infos = []
-        for session_id, entry in self._entries():
+        listing = self._scan()
+        names = {entry.name for entry in listing}
+        for session_id, entry in self._entries(listing):
             path = self.directory / entry.name
             handle = FileHandle(path)
             fd = handle.acquire(write=False, create=False, timeout=self.lock_timeout)
@@ -83,20 +96,37 @@ class SessionDirectory:
                 handle.release()
                 handle.close()
             modified = datetime.fromtimestamp(file_stat.st_mtime, tz=timezone.utc)
-            infos.append(SessionInfo(session_id, path, items, file_stat.st_size, modified))
+            kinds = sidecars.present(path, names)
+            lineage = read_lineage(path) if sidecars.LINEAGE in kinds else None
+            infos.append(
+                SessionInfo(
+                    session_id,
+                    path,
+                    items,
+                    file_stat.st_size,
+                    modified,
+                    paused=sidecars.RUN in kinds,
+                    forked_from=lineage.source if lineage is not None else None,
+                )
+            )
         infos.sort(key=lambda info: (info.modified, info.session_id), reverse=True)
         return infos
 
     def delete(self, session_id: str) -> bool:
-        """Delete a session's file under its lock; False if there was none.
+        """Delete a session's file and its metadata under its lock; False if there was none.
 
-        The ``.torn`` sidecar, if any, is kept: it holds bytes nobody has looked at yet.
+        The lineage, usage log and paused run go first, then the session: a crash in
+        between leaves a session without metadata, never metadata that a new session of the
+        same id would inherit. The ``.torn`` sidecar, if any, is kept: it holds bytes nobody
+        has looked at yet.
         """
         handle = FileHandle(self.open(session_id).path)
         fd = handle.acquire(write=True, create=False, timeout=self.lock_timeout)
         if fd == MISSING:
             return False
         try:
+            for kind in sidecars.KINDS:
+                sidecars.remove(sidecars.sidecar(handle.path, kind), durable=False)
             os.unlink(handle.path)
             if self.durable:
                 fsync_directory(self.directory)
@@ -104,35 +134,52 @@ class SessionDirectory:
             handle.release(invalidate=True)
         return True
 
-    def fork(self, source_id: str, target_id: str, *, at: int | None = None) -> JSONLSession:
-        """Copy the first ``at`` items (all when None) of one session to a new one.
+    def fork(
+        self, source_id: str, target_id: str, *, at: int | None = None, at_turn: int | None = None
+    ) -> JSONLSession:
+        """Copy the first ``at`` items, or the first ``at_turn`` whole turns (all when neither), to a new id.
+
+        The new session's ``<file>.jsonl.lineage`` records the source, how many items were
+        copied, their hash and when (see :attr:`JSONLSession.lineage`). To redo turn K,
+        fork ``at_turn=K - 1``.
 
         Raises:
             SessionExistsError: ``target_id`` already has items (nothing is overwritten); a FileExistsError.
             SessionNotFoundError: ``source_id`` does not exist; a FileNotFoundError.
+
+        Example:
+            >>> store.fork("convo_123", "convo_123-retry", at_turn=2).lineage.items   # doctest: +SKIP
+            6
         """
+        if at is not None and at_turn is not None:
+            raise ValueError("give at (items) or at_turn (turns), not both")
+        for name, value in (("at", at), ("at_turn", at_turn)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative int, not {value!r}")
         source = self.open(source_id)
         target = self.open(target_id)
         if not source.path.is_file():
             raise SessionNotFoundError(source.path, "no such session")
-        items = source.get_items_sync()
+        items = source._all_items()
         if at is not None:
-            if at < 0:
-                raise ValueError(f"at must be >= 0, not {at}")
             items = items[:at]
-        encode_items(items)  # refuse what cannot be stored before the target file exists
-        with target.rewrite() as draft:
-            if draft.items:
-                raise SessionExistsError(target.path, "session already exists; not overwriting it")
-            draft.items = items
+        elif at_turn is not None:
+            turns = split_turns(items)
+            items = items[: turns[at_turn].start] if at_turn < len(turns) else items
+        target._write_fork(items, new_lineage(source_id, items))
         return target
 
-    def _entries(self) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    def _scan(self) -> Sequence[os.DirEntry[str]]:
         try:
-            entries = list(os.scandir(self.directory))
+            return list(os.scandir(self.directory))
         except FileNotFoundError:
-            return
-        for entry in entries:
+            return []
+
+    def _entries(
+        self, listing: Sequence[os.DirEntry[str]] | None = None
+    ) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """Session files among ``listing`` (one ``scandir`` of the folder when not given)."""
+        for entry in self._scan() if listing is None else listing:
             session_id = id_for(entry.name)
             if session_id is not None and entry.is_file(follow_symlinks=False):
                 yield session_id, entry

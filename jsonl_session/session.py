@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import compaction, storage
 from .codec import encode_items
+from .features import SessionFeatures
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .naming import TORN_SUFFIX, filename_for
 from .settings import as_sdk_settings, coerce_settings
+from .turns import newest_turns
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 DEFAULT_DIRECTORY = "sessions"
 
 
-class JSONLSession:
+class JSONLSession(SessionFeatures):
     """Conversation history for the Agents SDK, stored as ``<directory>/<session_id>.jsonl``.
 
     Args:
@@ -48,6 +50,9 @@ class JSONLSession:
             e.g. in bulk imports: a power loss may then lose the newest writes.
         lock_timeout: Seconds to wait for another process's lock before raising
             :class:`~jsonl_session.LockTimeout`.
+        turn_limit: When no item limit applies, ``get_items()`` returns the newest this
+            many whole turns (a user message and what follows it), so the history never
+            starts with a tool output cut from its call. Not together with a settings limit.
 
     Example:
         >>> from agents import Agent, Runner                     # doctest: +SKIP
@@ -66,6 +71,7 @@ class JSONLSession:
         session_settings: Any = None,
         durable: bool = True,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        turn_limit: int | None = None,
     ) -> None:
         self.session_id = session_id
         self.directory = Path(directory)
@@ -75,6 +81,12 @@ class JSONLSession:
         self.durable = durable
         self.lock_timeout = lock_timeout
         self._handle = FileHandle(self.path, durable=durable)
+        if turn_limit is not None:
+            if isinstance(turn_limit, bool) or not isinstance(turn_limit, int) or turn_limit < 0:
+                raise ValueError(f"turn_limit must be a non-negative int or None, not {turn_limit!r}")
+            if getattr(self._session_settings, "limit", None) is not None:
+                raise ValueError("give turn_limit or a session_settings limit, not both")
+        self.turn_limit = turn_limit
 
     @property
     def lock_timeout(self) -> float:
@@ -113,7 +125,8 @@ class JSONLSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The newest ``limit`` items, oldest first; all when ``limit`` and the settings' limit are None.
 
-        Costs time and memory proportional to ``limit``, not to the file's size.
+        Without an item limit, ``turn_limit`` (if set) returns the newest whole turns instead.
+        Costs time and memory proportional to what is returned, not to the file's size.
         """
         limit = self._resolve_limit(limit)
         if limit == 0:
@@ -264,6 +277,8 @@ class JSONLSession:
         if fd == MISSING:
             return []
         try:
+            if limit is None and self.turn_limit is not None:
+                return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
             return storage.read_items(fd, self.path, limit, size=self._handle.size)
         finally:
             self._handle.release()

@@ -336,6 +336,20 @@ def _truncate(fd: int, size: int, *, durable: bool) -> None:
         raise
 
 
+def newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes]], Any, int]:
+    """The newest ``count`` complete non-blank lines as ``(offset, line)``, oldest first.
+
+    Also the item on an unterminated last line (or None) and where that line starts. The
+    cost is proportional to ``count``, not to the file (used by turn-aware reads and rewind).
+    """
+    return _newest_lines(fd, size, count)
+
+
+def truncate(fd: int, size: int, *, durable: bool) -> None:
+    """Cut the file to ``size`` bytes; if that cannot be made durable, the bytes go back and it raises."""
+    _truncate(fd, size, durable=durable)
+
+
 def read_range(fd: int, start: int, end: int) -> bytes:
     """Bytes ``start:end`` of the file, in as many ``pread`` calls as the kernel needs."""
     chunks = []

@@ -246,7 +246,8 @@ def _create_everything(root: str, umask: int) -> dict[str, int]:
     session.add_items_sync([{"n": 2}])  # creates the sidecar
     other = JSONLSession("replaced", directory)
     other.replace_items_sync([{"n": 1}])  # created through a temporary file and a rename
-    SessionDirectory(directory).fork("s", "forked")
+    SessionDirectory(directory).fork("s", "forked")  # and its .lineage
+    session.record_usage_sync(object())  # the usage log (a result without usage records zeros)
     paths = [Path(root) / "a", Path(root) / "a" / "b", *sorted(Path(directory).parent.iterdir())]
     paths += sorted(directory.iterdir())
     return {str(path.relative_to(root)): stat.S_IMODE(path.stat().st_mode) for path in paths}
@@ -268,6 +269,8 @@ def test_everything_created_is_owner_only_whatever_the_umask(tmp_path: Path, uma
         "a/b": 0o700,
         "a/b/sessions": 0o700,
         "a/b/sessions/forked.jsonl": 0o600,
+        "a/b/sessions/forked.jsonl.lineage": 0o600,
+        "a/b/sessions/s.jsonl.usage": 0o600,
         "a/b/sessions/replaced.jsonl": 0o600,
         "a/b/sessions/s.jsonl": 0o600,
         "a/b/sessions/s.jsonl.torn": 0o600,
