@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,6 +28,8 @@ from .directory import SessionDirectory
 from .session import JSONLSession
 from .transfer import Backend, open_backend
 
+CONCURRENCY = 8
+"""Sessions copied at once: enough to hide a network round trip, few enough for a small pool."""
 Status = Literal["copied", "skipped", "differs", "failed"]
 Progress = Callable[[int, int], None]
 """Called as ``progress(sessions_done, sessions_total)``."""
@@ -45,27 +47,28 @@ class Outcome:
 
 
 async def export_all(
-    directory: SessionDirectory, url: str, *, progress: Progress | None = None
+    directory: SessionDirectory, url: str, *, progress: Progress | None = None, concurrency: int = CONCURRENCY
 ) -> list[Outcome]:
     """Copy every session in ``directory`` to the backend at ``url`` under the same id.
+
+    ``concurrency`` sessions are in flight at once, to hide the backend's round trips.
 
     Example:
         >>> await export_all(SessionDirectory("sessions"), "postgresql://me@db/chats")  # doctest: +SKIP
         [Outcome(session_id='convo_123', status='copied', items=42, detail=''), ...]
     """
     ids = directory.ids()
-    outcomes: list[Outcome] = []
     async with open_backend(url) as backend:
-        _report(progress, 0, len(ids))
-        for done, session_id in enumerate(ids, 1):
+
+        async def one(session_id: str) -> Outcome:
             local = directory.open(session_id)
             try:
                 items = await asyncio.to_thread(local.get_items_sync)
             finally:
                 local.close()
-            outcomes.append(await _export_one(backend, session_id, items))
-            _report(progress, done, len(ids))
-    return outcomes
+            return await _export_one(backend, session_id, items)
+
+        return await _each(ids, one, progress, concurrency)
 
 
 async def _export_one(backend: Backend, session_id: str, items: list[Any]) -> Outcome:
@@ -77,7 +80,12 @@ async def _export_one(backend: Backend, session_id: str, items: list[Any]) -> Ou
             return Outcome(session_id, "failed", len(items), str(exc))
         existing = await remote.get_items()
         if existing:
-            return _compare(session_id, existing, payload)
+            return _compare(
+                session_id,
+                existing,
+                payload,
+                f"the backend has {{}} items that differ from the {len(items)} here",
+            )
         if items:
             await remote.add_items(items)  # one call: one transaction, all or nothing
         return Outcome(session_id, "copied", len(items))
@@ -86,7 +94,7 @@ async def _export_one(backend: Backend, session_id: str, items: list[Any]) -> Ou
 
 
 async def import_all(
-    url: str, directory: SessionDirectory, *, progress: Progress | None = None
+    url: str, directory: SessionDirectory, *, progress: Progress | None = None, concurrency: int = CONCURRENCY
 ) -> list[Outcome]:
     """Copy every session stored at ``url`` into ``directory`` (one file per session id).
 
@@ -94,11 +102,9 @@ async def import_all(
         >>> await import_all("redis://localhost:6379/0", SessionDirectory("sessions"))  # doctest: +SKIP
         [Outcome(session_id='convo_123', status='skipped', items=42, detail=''), ...]
     """
-    outcomes: list[Outcome] = []
     async with open_backend(url) as backend:
-        ids = await backend.session_ids()
-        _report(progress, 0, len(ids))
-        for done, session_id in enumerate(ids, 1):
+
+        async def one(session_id: str) -> Outcome:
             remote = backend.session(session_id)
             try:
                 items = await remote.get_items()
@@ -106,11 +112,41 @@ async def import_all(
                 backend.done(remote)
             local = directory.open(session_id)
             try:
-                outcomes.append(await asyncio.to_thread(_import_one, local, items))
+                return await asyncio.to_thread(_import_one, local, items)
             finally:
                 local.close()
-            _report(progress, done, len(ids))
-    return outcomes
+
+        return await _each(await backend.session_ids(), one, progress, concurrency)
+
+
+async def _each(
+    ids: list[str], work: Callable[[str], Awaitable[Outcome]], progress: Progress | None, concurrency: int
+) -> list[Outcome]:
+    """``work`` on every id, ``concurrency`` at a time; outcomes in the order of ``ids``.
+
+    If one fails with an error that is not about its session (the connection dropped), the
+    others are cancelled: each is all or nothing, so a re-run finishes the job.
+    """
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    done = 0
+    _report(progress, 0, len(ids))
+
+    async def one(session_id: str) -> Outcome:
+        nonlocal done
+        async with semaphore:
+            outcome = await work(session_id)
+        done += 1
+        _report(progress, done, len(ids))
+        return outcome
+
+    tasks = [asyncio.ensure_future(one(session_id)) for session_id in ids]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _import_one(local: JSONLSession, items: list[Any]) -> Outcome:
@@ -121,21 +157,25 @@ def _import_one(local: JSONLSession, items: list[Any]) -> Outcome:
         return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
     with local.rewrite() as draft:
         if draft.items:
-            return _compare(local.session_id, draft.items, payload)
+            return _compare(
+                local.session_id,
+                draft.items,
+                payload,
+                f"the file has {{}} items that differ from the backend's {len(items)}",
+            )
         draft.items = items
     return Outcome(local.session_id, "copied", len(items))
 
 
-def _compare(session_id: str, existing: list[Any], payload: bytes) -> Outcome:
+def _compare(session_id: str, existing: list[Any], payload: bytes, differs: str) -> Outcome:
+    """``skipped`` if ``existing`` is byte-equal to ``payload`` once written, else ``differs``."""
     try:
         same = encode_items(existing) == payload
     except ValueError:
         same = False
     if same:
         return Outcome(session_id, "skipped", len(existing))
-    return Outcome(
-        session_id, "differs", len(existing), f"already holds {len(existing)} other items; not overwritten"
-    )
+    return Outcome(session_id, "differs", len(existing), differs.format(len(existing)) + "; not overwritten")
 
 
 def _report(progress: Progress | None, done: int, total: int) -> None:

@@ -140,10 +140,17 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
             await client.aclose()
     elif scheme:
         engine, sql_session = _sqlalchemy_engine(url)
+
+        def make_sql(session_id: str) -> Any:
+            return sql_session(session_id, engine=engine)
+
         try:
+            # Tables are checked (and created) once, by a read through the SDK, rather than by
+            # every session: that inspection costs more than copying one (benchmarks/transfer.py).
+            await sql_session("jsonl-session-setup", engine=engine, create_tables=True).get_items(limit=1)
             yield Backend(
                 url,
-                lambda session_id: sql_session(session_id, engine=engine, create_tables=True),
+                make_sql,
                 lambda: _sqlalchemy_ids(engine),
                 _keep,
             )
