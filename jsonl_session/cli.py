@@ -617,6 +617,11 @@ async def _copy_to_url(source: JSONLSession, url: str, target_id: str) -> int:
         f"{source.session_id}: exported {count} item{_s(count)} to {_shown(url)} as {target_id}",
         file=sys.stderr,
     )
+    from .cli_history import metadata_left_behind
+
+    left = metadata_left_behind(source)
+    if left:
+        _note(f"{source.session_id}: {left} stay in {source.directory} (the backend stores items only)")
     return 0
 
 

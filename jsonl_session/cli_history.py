@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from . import cli
+from . import cli, sidecars
 from .directory import SessionInfo
 from .terminal import printable
 from .turns import is_user_message
@@ -141,3 +141,10 @@ def _row(totals: dict[str, int]) -> str:
         "total_tokens",
     )
     return " ".join(f"{totals[name]:>{widths.get(name, 9)}}" for name in names)
+
+
+def metadata_left_behind(session: Any) -> str:
+    """What of a session's metadata an export to an SDK backend cannot take along ("" if nothing)."""
+    names = {sidecars.LINEAGE: "its lineage", sidecars.USAGE: "its usage log", sidecars.RUN: "its paused run"}
+    present = [label for kind, label in names.items() if sidecars.sidecar(session.path, kind).exists()]
+    return ", ".join(present)

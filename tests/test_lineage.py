@@ -155,3 +155,17 @@ def test_sidecars_are_not_sessions(sessions_dir: Path) -> None:
     SessionDirectory(sessions_dir).fork("trip", "trip-b")
     assert SessionDirectory(sessions_dir).ids() == ["trip", "trip-b"]
     assert sorted(path.name for path in sessions_dir.glob("*.jsonl")) == ["trip-b.jsonl", "trip.jsonl"]
+
+
+def test_export_says_which_metadata_stays_behind(sessions_dir: Path, tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("agents")
+    make(sessions_dir)
+    SessionDirectory(sessions_dir).fork("trip", "trip-b")
+    url = f"sqlite:///{tmp_path / 'chats.db'}"
+    exported = run(sessions_dir, "export", "trip-b", "--to", url)
+    assert exported.code == 0, exported.err
+    assert f"trip-b: its lineage stay in {sessions_dir} (the backend stores items only)" in exported.err
+    plain = run(sessions_dir, "export", "trip", "--to", url)
+    assert plain.code == 0 and "stay in" not in plain.err

@@ -163,3 +163,32 @@ def test_cli_show_turns_rewind_and_fork_at_turn(three_turns: JSONLSession, sessi
     assert (nothing.code, nothing.err.strip()) == (1, "jsonl-session: error: w2: no turns to rewind")
     assert run(sessions_dir, "rewind", "missing").code == 1
     assert run(sessions_dir, "rewind", "weather", "--turns", "x").code == 2
+
+
+def _hold_the_lock(directory: str, held: Any, release: Any) -> None:
+    """Another program editing the session: holds its write lock until told to stop."""
+    with JSONLSession("weather", directory).rewrite():
+        held.set()
+        release.wait(60)
+
+
+def test_rewind_waits_for_the_lock_another_process_holds(three_turns: JSONLSession) -> None:
+    import multiprocessing
+
+    from jsonl_session import LockTimeout
+
+    ctx = multiprocessing.get_context("spawn")  # a separate program: no inherited descriptors
+    held, release = ctx.Event(), ctx.Event()
+    editor = ctx.Process(target=_hold_the_lock, args=(str(three_turns.directory), held, release))
+    editor.start()
+    try:
+        assert held.wait(60)
+        waiting = JSONLSession("weather", three_turns.directory, lock_timeout=0.2)
+        with pytest.raises(LockTimeout):
+            waiting.rewind_sync(1)
+        assert len(three_turns.path.read_bytes().splitlines()) == 12  # nothing removed meanwhile
+    finally:
+        release.set()
+        editor.join(60)
+    assert editor.exitcode == 0
+    assert len(waiting.rewind_sync(1)) == 4 and len(three_turns.turns()) == 2

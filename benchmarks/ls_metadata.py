@@ -1,0 +1,114 @@
+"""Does metadata next to sessions slow ``ls`` down? ``SessionDirectory.list()`` on 1,000 sessions.
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/ls_metadata.py                      # prints the table
+    .venv/bin/python benchmarks/ls_metadata.py --update-results     # also writes results/ls_metadata.json
+    .venv/bin/python benchmarks/ls_metadata.py --quick              # 100 sessions, 3 repetitions
+
+Two folders hold the same 1,000 sessions (20 items each). In the second, every session has a
+usage log, one in ten is a fork (``.lineage``) and one in twenty has a paused run (``.run``):
+the listing tells ``list()`` which sidecars exist, so only forks cost a read more. The two
+folders are listed alternately, so noise on the shared machine hits both; medians are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from jsonl_session import JSONLSession, SessionDirectory
+from jsonl_session.lineage import new_lineage
+from jsonl_session.sidecars import LINEAGE, RUN, USAGE, sidecar, stable_json, write_json
+
+ITEMS = [
+    {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n} " + "x" * 200} for n in range(20)
+]
+
+
+def build(folder: Path, sessions: int, *, metadata: bool) -> None:
+    for number in range(sessions):
+        session = JSONLSession(f"s{number:04d}", folder, durable=False)
+        session.add_items_sync(ITEMS)
+        if not metadata:
+            continue
+        usage = {
+            "at": "2026-12-02T18:00:00Z",
+            "requests": 2,
+            "input_tokens": 900,
+            "total_tokens": 950,
+            "turn": 1,
+        }
+        sidecar(session.path, USAGE).write_bytes(stable_json(usage, indent=False) * 3)
+        if number % 10 == 1:
+            write_json(sidecar(session.path, LINEAGE), new_lineage("s0000", ITEMS).to_json(), durable=False)
+        if number % 20 == 2:
+            write_json(
+                sidecar(session.path, RUN), {"pending": [], "saved_at": "x", "state": {}}, durable=False
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="100 sessions, 3 repetitions (smoke test)")
+    parser.add_argument(
+        "--update-results", action="store_true", help="write benchmarks/results/ls_metadata.json"
+    )
+    parser.add_argument("--out", type=Path, help="write the results to this file instead")
+    args = parser.parse_args(argv)
+    sessions, repetitions = (100, 3) if args.quick else (1000, 15)
+    scratch = Path(tempfile.mkdtemp(prefix="ls-metadata-"))
+    try:
+        plain, rich = scratch / "plain", scratch / "with-metadata"
+        build(plain, sessions, metadata=False)
+        build(rich, sessions, metadata=True)
+        timings: dict[str, list[float]] = {"plain": [], "with-metadata": []}
+        for repetition in range(repetitions):
+            order = [("plain", plain), ("with-metadata", rich)]
+            for name, folder in order if repetition % 2 == 0 else order[::-1]:
+                start = time.perf_counter()
+                infos = SessionDirectory(folder).list()
+                timings[name].append(time.perf_counter() - start)
+                assert len(infos) == sessions
+        paused = sum(info.paused for info in SessionDirectory(rich).list())
+        forks = sum(info.forked_from is not None for info in SessionDirectory(rich).list())
+    finally:
+        shutil.rmtree(scratch)
+    medians = {name: statistics.median(values) * 1000 for name, values in timings.items()}
+    ratio = medians["with-metadata"] / medians["plain"]
+    print(f"SessionDirectory.list() on {sessions} sessions ({repetitions} repetitions, median ms)")
+    print(f"  plain folder                     {medians['plain']:8.1f}")
+    print(f"  + usage logs, {forks} forks, {paused} paused {medians['with-metadata']:8.1f}  ({ratio:.2f}x)")
+    result = {
+        "sessions": sessions,
+        "repetitions": repetitions,
+        "median_ms": {name: round(value, 2) for name, value in medians.items()},
+        "ratio": round(ratio, 3),
+        "forks": forks,
+        "paused": paused,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+    out = args.out or (
+        HERE / "results" / "ls_metadata.json" if args.update_results and not args.quick else None
+    )
+    if out is not None:
+        out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
