@@ -79,9 +79,9 @@ def check_file(
     if fd == MISSING:
         return [Problem(path, None, "no such file")]
     try:
-        lines = storage.read_all_lines(fd)
-        problems = _line_problems(path, lines, _awaiting_approval(path))
-        torn = _torn_tail(path, lines)
+        scan = storage.scan_lines(storage.read_range(fd, 0, handle.size))
+        problems = _line_problems(path, scan.lines, _awaiting_approval(path))
+        torn = _torn_tail(path, scan)
         if torn is not None and fix:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
@@ -117,19 +117,14 @@ def _lineage_problems(path: Path, lock_timeout: float) -> list[Problem]:
     return [] if reason is None else [Problem(path, None, reason)]
 
 
-def _line_problems(path: Path, lines: list[bytes], awaiting: frozenset[Any] = frozenset()) -> list[Problem]:
+def _line_problems(
+    path: Path, lines: list[storage.Line], awaiting: frozenset[Any] = frozenset()
+) -> list[Problem]:
     problems = []
     calls: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
     answers: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
     answer_types = {answer: call for call, answer in CALL_PAIRS.items()}
-    complete = lines[:-1]
-    tail_item = storage.parse_item(lines[-1])
-    numbered = list(enumerate(complete, 1))
-    if tail_item is not None:
-        numbered.append((len(lines), lines[-1]))
-    for number, line in numbered:
-        if codec.is_blank(line):
-            continue
+    for number, line in ((line.number, line.data) for line in lines):  # storage's one line scanner
         reason = storage.describe_bad_line(line)
         if reason is not None:
             if line.rstrip(b"\r").startswith(_CONFLICT_MARKERS):
@@ -152,8 +147,10 @@ def _line_problems(path: Path, lines: list[bytes], awaiting: frozenset[Any] = fr
     return problems
 
 
-def _torn_tail(path: Path, lines: list[bytes]) -> Problem | None:
-    tail = lines[-1]
-    if codec.is_blank(tail) or storage.parse_item(tail) is not None:
+def _torn_tail(path: Path, scan: storage.Scan) -> Problem | None:
+    tail = scan.pending
+    if codec.is_blank(tail):
         return None
-    return Problem(path, len(lines), f"torn tail: {len(tail)} bytes after the last newline", fixable=True)
+    return Problem(
+        path, scan.newlines + 1, f"torn tail: {len(tail)} bytes after the last newline", fixable=True
+    )

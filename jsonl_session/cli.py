@@ -558,7 +558,9 @@ def _matching_items(
         handle.release()
         handle.close()
     if needle is None:
-        spans: Iterator[tuple[int, bytes]] = enumerate(data.split(b"\n"), 1)
+        spans: Iterator[tuple[int, bytes]] = (
+            (line.number, line.data) for line in storage.scan_lines(data).lines
+        )
     else:
         spans = _lines_containing(data, needle, ignore_case)
     for number, line in spans:

@@ -17,7 +17,7 @@ from .codec import encode_items
 from .errors import SessionExistsError, SessionNotFoundError
 from .lineage import Lineage, read_lineage
 from .locking import MISSING, FileHandle
-from .turns import Turn, rewind, split_turns
+from .turns import Turn, last_turn, rewind, split_turns
 from .usage import model_of, new_record, result_counters, session_usage, since, turn_usage
 
 if TYPE_CHECKING:
@@ -96,9 +96,7 @@ class SessionFeatures:
         if fd == MISSING:
             raise SessionNotFoundError(self.path, "no such session; record usage after a run that used it")
         try:
-            items = storage.read_items(fd, self.path, size=self._handle.size)
-            all_turns = split_turns(items)
-            turn = all_turns[-1] if all_turns else None
+            turn_count, user_item = last_turn(fd, self.path, size=self._handle.size)
             total = result_counters(result)
             envelope = runs.read(self.path)
             recorded = envelope.get("recorded") if envelope is not None else None
@@ -106,8 +104,8 @@ class SessionFeatures:
             record = new_record(
                 since(total, recorded if isinstance(recorded, dict) else None),
                 model=model_of(result),
-                turn=turn,
-                user_item=items[turn.start] if turn is not None else None,
+                turn=turn_count or None,
+                user_item=user_item,
                 paused=paused,
             )
             usage_path = sidecars.sidecar(self.path, sidecars.USAGE)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import storage
+
 if TYPE_CHECKING:
     from .session import JSONLSession
 
@@ -193,4 +195,6 @@ def _item_line_numbers(path: Path) -> list[int]:
         data = path.read_bytes()
     except FileNotFoundError:
         return []
-    return [number for number, line in enumerate(data.split(b"\n"), start=1) if line.strip()]
+    return [
+        line.number for line in storage.scan_lines(data).lines
+    ]  # the items' lines, as get_items reads them

@@ -19,10 +19,11 @@ import os
 import secrets
 import stat
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import codec
+from . import codec, marks
 from .errors import MalformedLineError, TornTailWarning, UnsafePathError
 from .locking import fsync_directory
 from .naming import TORN_SUFFIX
@@ -60,6 +61,7 @@ def append(fd: int, path: Path, payload: bytes, *, durable: bool, size: int | No
     """Append ``payload`` (whole lines) in one write, repairing a missing newline or torn tail first."""
     if size is None:
         size = os.fstat(fd).st_size
+    marks.ensure(fd)  # a file without a mark gets one, so followers can trust appends (see marks)
     if size and os.pread(fd, 1, size - 1) != b"\n":
         tail_offset, tail = _tail(fd, size)
         if codec.is_blank(tail) or parse_item(tail) is not None:
@@ -95,6 +97,7 @@ def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
         size = os.fstat(fd).st_size
     if not size:
         return None
+    marks.bump(fd)  # before the cut: followers must not take what follows for appends
     tail_offset, tail = _tail(fd, size)
     if not codec.is_blank(tail):
         item = parse_item(tail)
@@ -120,6 +123,7 @@ def clear(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Non
         size = os.fstat(fd).st_size
     if size:
         repair_tail(fd, path, durable=durable, size=size)
+        marks.bump(fd)
         _truncate(fd, 0, durable=durable)
 
 
@@ -151,6 +155,7 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
     try:
         try:
             os.fchmod(temp_fd, mode)
+            marks.new_file(temp_fd)  # a new file id, even if it gets the old inode number
             # Always synced, even when not durable: a rename that reaches the disk before
             # the data would leave an empty file where the whole history was.
             write_at_end(temp_fd, payload, 0, durable=True)
@@ -165,6 +170,75 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
         raise
     if durable:
         fsync_directory(path.parent)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One non-blank line of a session file, as :func:`scan_lines` finds it."""
+
+    number: int
+    """1-based line number in the file (blank lines count, as an editor shows them)."""
+    start: int
+    """Offset of its first byte in the file (after a BOM)."""
+    end: int
+    """Offset just past its last byte; the newline is not included (a CR before it is)."""
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What :func:`scan_lines` found in a run of bytes."""
+
+    lines: list[Line]
+    """Non-blank complete lines, then an unterminated last line if it is an item."""
+    consumed: int
+    """Offset up to which the bytes are settled: after the last newline, or after a valid last line."""
+    newlines: int
+    """Newlines before ``consumed`` (line numbers after it continue from ``newlines + 1``)."""
+    pending: bytes
+    """What follows ``consumed``: a line still being written or a torn tail (``b""`` if none)."""
+
+
+def scan_lines(data: bytes, *, offset: int = 0, first_number: int = 1) -> Scan:
+    """Split bytes of a session file into lines, by the format's rules, in one place.
+
+    ``data`` are the file's bytes from ``offset`` (0: the whole file) to some end. A BOM at
+    offset 0 is skipped; blank lines (whitespace, CRLF leftovers) are counted but not
+    returned; bytes after the last newline are a line only if they already form an item
+    (a valid last line without its newline, as ``get_items`` reads it), and otherwise a line
+    still being written or a torn tail, returned as ``pending``. Used by the watcher,
+    ``check``, ``grep`` and the secrets scanner, so they all agree with ``get_items``.
+
+    Example:
+        >>> scan = scan_lines(b'{"a": 1}\r\n\n{"b"')
+        >>> [(line.number, line.data) for line in scan.lines], scan.consumed, scan.pending
+        ([(1, b'{"a": 1}\r')], 11, b'{"b"')
+    """
+    base = offset
+    if offset == 0 and data.startswith(codec.BOM):
+        data = data[len(codec.BOM) :]
+        base = len(codec.BOM)
+    lines: list[Line] = []
+    append = lines.append
+    is_blank = codec.is_blank
+    number = first_number
+    position = 0
+    find = data.find
+    while True:
+        newline = find(b"\n", position)
+        if newline < 0:
+            break
+        line = data[position:newline]
+        if line and not is_blank(line):
+            append(Line(number, base + position, base + newline, line))
+        number += 1
+        position = newline + 1
+    consumed = base + position
+    pending = data[position:]
+    if pending and not is_blank(pending) and parse_item(pending) is not None:
+        lines.append(Line(number, consumed, base + len(data), pending))
+        consumed, pending = base + len(data), b""
+    return Scan(lines, consumed, number - first_number, pending)
 
 
 def read_all_lines(fd: int) -> list[bytes]:

@@ -70,6 +70,22 @@ def split_turns(items: list[Any]) -> list[Turn]:
     ]
 
 
+def last_turn(fd: int, path: Path, *, size: int) -> tuple[int, Any]:
+    """How many turns the file holds, and the user message that opens the newest (None if none).
+
+    Parses only the lines that contain ``user``: every user message does, and recording a
+    run's usage on a long session then costs a scan of its bytes, not a parse of every item.
+    """
+    data = storage.read_range(fd, 0, size)
+    count, newest = 0, None
+    for line in data.split(b"\n"):
+        if b"user" in line:
+            item = storage.parse_item(line.removeprefix(b"\xef\xbb\xbf"))
+            if is_user_message(item):
+                count, newest = count + 1, item
+    return count, newest
+
+
 def newest_turns(fd: int, path: Path, turns: int, *, size: int) -> list[Any]:
     """The items of the newest ``turns`` whole turns (everything when there are fewer).
 

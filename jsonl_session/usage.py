@@ -68,7 +68,7 @@ def since(total: dict[str, int], recorded: dict[str, int] | None) -> dict[str, i
 
 
 def new_record(
-    counters: dict[str, int], *, model: str | None, turn: Turn | None, user_item: Any, paused: bool
+    counters: dict[str, int], *, model: str | None, turn: int | None, user_item: Any, paused: bool
 ) -> dict[str, Any]:
     """One line of the log."""
     return {
@@ -76,7 +76,7 @@ def new_record(
         **counters,
         "model": model,
         "paused": paused,
-        "turn": turn.index if turn is not None else None,
+        "turn": turn,
         "turn_sha256": turn_hash(user_item) if user_item is not None else None,
     }
 

@@ -192,3 +192,20 @@ def test_rewind_waits_for_the_lock_another_process_holds(three_turns: JSONLSessi
         editor.join(60)
     assert editor.exitcode == 0
     assert len(waiting.rewind_sync(1)) == 4 and len(three_turns.turns()) == 2
+
+
+def test_recording_usage_finds_the_newest_turn_without_parsing_every_item(sessions_dir: Path) -> None:
+    session = JSONLSession("s", sessions_dir)
+    session.path.parent.mkdir(parents=True)
+    lines = [
+        b'\xef\xbb\xbf{"role":"user","content":"first"}',  # a BOM before the first question
+        b'{"type":"function_call_output","call_id":"c1","output":"the user said \\"role\\":\\"user\\""}',
+        b'{"role":"system","content":"no user here"}',
+        b'{"content":"second","role":"user"}',
+        b'{"role":"assistant","content":"ok"}',
+    ]
+    session.path.write_bytes(b"\n".join(lines) + b"\n" + b'{"role":"us')  # and a torn tail
+    record = session.record_usage_sync(object())
+    assert record["turn"] == 2 and [turn.index for turn in session.turns()] == [1, 2]
+    entries = session.get_turn_usage_sync()
+    assert isinstance(entries, list) and [entry["user_turn_number"] for entry in entries] == [2]

@@ -1,8 +1,8 @@
 """How a watch turns what happened to a file into changes (deterministic: no waiting on events).
 
-Each test changes a real file, then asks the watcher's view of that file (``_Tail``) to catch
-up, exactly as a wake-up does. The live tests in test_watch_live.py cover wake-ups, processes
-and stopping.
+Each test changes a real file, then asks the watcher's view of that file (``FileTail``: one
+file's engine state, read under the lock) to catch up, exactly as a wake-up does. The live
+tests in test_watch_live.py cover wake-ups, processes and stopping.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ import pytest
 from jsonl_session import JSONLSession, MalformedLineError
 from jsonl_session.codec import encode_items
 from jsonl_session.locking import FileHandle
-from jsonl_session.watch import Change, _Tail, apply
+from jsonl_session.watch import Change, apply
+from jsonl_session.watch.files import FileTail
 
 A, B, C, D = ({"n": n} for n in range(4))
 
 
-def poll(tail: _Tail) -> list[Change]:
+def poll(tail: FileTail) -> list[Change]:
     changes = tail.poll()
     assert changes is not None, "the lock is free, so a poll must not report it busy"
     return changes
@@ -36,7 +37,7 @@ class Mirror:
 
     def __init__(self, session: JSONLSession, start: Any = "all") -> None:
         self.session = session
-        self.tail = _Tail(session.path, session.session_id)
+        self.tail = FileTail(session.path, session.session_id)
         self.items: list[Any] = []
         self.tail.start = start
         self.changes = self.catch_up()
@@ -279,7 +280,7 @@ def test_no_descriptor_is_held_between_polls(session: JSONLSession, mirror: Mirr
 
 def test_start_mode_still_applies_when_the_first_poll_finds_the_lock_busy(session: JSONLSession) -> None:
     session.add_items_sync([A, B])
-    tail = _Tail(session.path, session.session_id)
+    tail = FileTail(session.path, session.session_id)
     tail.start = "now"
     writer = FileHandle(session.path)
     writer.acquire(write=True, create=False, timeout=1)

@@ -246,19 +246,20 @@ def test_a_watch_that_cannot_start_releases_everything(session: JSONLSession) ->
 
 
 NO_INOTIFY_SCRIPT = """
-import os, resource, sys, warnings
+import os, resource, sys, threading, warnings
 from pathlib import Path
-from jsonl_session.watch import _Follower, _Notifier, _Options
+from jsonl_session.watch import WatchOptions
+from jsonl_session.watch.wakeups import Wakeups
 Path(sys.argv[1]).mkdir()
-follower = _Follower(Path(sys.argv[1]), "x", 10.0)
 # Allow one more descriptor: an inotify watcher needs several, so it cannot start.
 used = {int(name) for name in os.listdir("/proc/self/fd")}
 lowest_free = min(number for number in range(1024) if number not in used)
 resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    notifier = _Notifier(follower, _Options("all", None, 20, 1, 10))
-print(*[warning.message for warning in caught], notifier.force_polling, notifier.tick_seconds, sep=" | ")
+    wakeups = Wakeups(Path(sys.argv[1]), lambda name: True, WatchOptions(poll_delay_ms=20))
+    assert wakeups.wait(threading.Event()) in ("tick", "recheck")  # the polling watcher runs by now
+print(*[warning.message for warning in caught], wakeups.force_polling, wakeups.tick_seconds, sep=" | ")
 """
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonl_session import JSONLSession
+from jsonl_session.watch import Change, apply, watch_session_sync
 
 SPAWN = multiprocessing.get_context("spawn")
 WAIT = 30.0  # seconds: generous bound on any single wait; a bug fails the test instead of hanging it
@@ -163,3 +164,57 @@ def _lines(items: list[dict[str, Any]]) -> bytes:
 
 def read_items(path: Path) -> list[Any]:
     return JSONLSession(path.name[: -len(".jsonl")], path.parent).get_items_sync()
+
+
+class Stepper:
+    """A follower stepped by hand: each ``catch_up()`` is one wake-up, with no waiting on events.
+
+    It is the blocking watcher itself (``watch_sync``), asked to look now instead of waiting.
+    """
+
+    def __init__(self, session: JSONLSession, start: Any = "all") -> None:
+        self.watch = watch_session_sync(session, start=start)
+        self.items: list[Any] = []
+        self.catch_up()
+
+    def catch_up(self) -> list[Change]:
+        changes = self.watch.catch_up()
+        for change in changes:
+            apply(change, self.items)
+        return changes
+
+    def close(self) -> None:
+        self.watch.close()
+
+
+def racing_writer(directory: str, writer: int, rounds: int, arrived: Any, go: list[Any]) -> None:
+    """Random library operations, ``rounds`` times; after each round wait at the checkpoint.
+
+    ``arrived`` is set when this writer has finished a round (it then writes nothing);
+    the test clears it and sets ``go[round]`` to start the next one.
+    """
+    import random
+
+    rng = random.Random(writer)
+    session = JSONLSession("race", directory, durable=False)
+    pool = [{"n": n} for n in range(4)] + [{"writer": writer}]
+    for round_number in range(rounds):
+        for _ in range(rng.randint(5, 40)):
+            op = rng.random()
+            if op < 0.55:
+                session.add_items_sync(rng.choices(pool, k=rng.randint(1, 3)))
+            elif op < 0.75:
+                session.pop_item_sync()
+            elif op < 0.8:
+                session.clear_session_sync()
+            elif op < 0.9:
+                session.replace_items_sync(rng.choices(pool, k=rng.randint(0, 4)))
+            elif op < 0.97:
+                with session.rewrite() as draft:
+                    draft.items = draft.items[: rng.randint(0, 3)] + rng.choices(pool, k=rng.randint(0, 2))
+            else:
+                session.path.unlink(missing_ok=True)
+        arrived.set()
+        if not go[round_number].wait(WAIT):
+            raise SystemExit("never told to go on")
+    session.close()

@@ -1,0 +1,81 @@
+"""A cheap mark on each session file that changes whenever the library does more than append.
+
+Followers (``watch``) must know whether a file was only appended to since they last looked:
+then reading the new bytes is enough. Proving that from the bytes alone means comparing the
+whole file, so every write that is *not* an append leaves a mark instead, an extended
+attribute ``user.jsonl_session.mark`` of 16 bytes:
+
+* bytes 0-7, the *file id*: random, written on each new file (the temporary copy that
+  ``replace`` renames over the session; the first append to a file without a mark). A new
+  file whose inode number is an old one's (ext4 reuses freed numbers at once) still differs;
+* bytes 8-15, the *generation*: new random bytes on every ``pop`` and ``clear``.
+
+A follower that finds the same inode and the same mark knows only appends happened, and
+reads only the new bytes. Anything else (no mark, another mark, another inode) makes it
+compare the whole file. File systems without user extended attributes (some network and
+FUSE file systems) just have no marks: followers then always compare, which is correct
+and costs a read of the file per wake-up. Marks are hints for live followers, not data: they
+are not fsynced and nothing else reads them.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+
+NAME = "user.jsonl_session.mark"
+SIZE = 16
+_UNSUPPORTED = (errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM, errno.EACCES, errno.EROFS, errno.ENOSPC)
+
+_getxattr = getattr(os, "getxattr", None)  # Linux only; elsewhere there are no marks
+_setxattr = getattr(os, "setxattr", None)
+_removexattr = getattr(os, "removexattr", None)
+
+
+def read(fd: int) -> bytes | None:
+    """The file's mark, or None (none written yet, or no extended attributes here)."""
+    if _getxattr is None:
+        return None
+    try:
+        value: bytes = _getxattr(fd, NAME)
+    except OSError:
+        return None
+    return value if len(value) == SIZE else None
+
+
+def new_file(fd: int) -> None:
+    """Give a new file (or one without a mark) a fresh file id and generation."""
+    _write(fd, secrets.token_bytes(SIZE))
+
+
+def ensure(fd: int) -> None:
+    """Mark a file that has no mark yet (one ``getxattr`` when it has one: cheap for appends)."""
+    if _getxattr is not None and read(fd) is None:
+        new_file(fd)
+
+
+def bump(fd: int) -> None:
+    """Record a change other than an append (pop, clear): same file id, new generation."""
+    current = read(fd)
+    file_id = current[:8] if current is not None else secrets.token_bytes(8)
+    _write(fd, file_id + secrets.token_bytes(SIZE - 8))
+
+
+def _write(fd: int, value: bytes) -> None:
+    if _setxattr is None:
+        return
+    try:
+        _setxattr(fd, NAME, value)
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED:
+            raise
+        # No user xattrs here (or no room for one): followers compare instead, provided no
+        # stale mark is left that would vouch for appends only. Callers mark *before* they
+        # change the file, so if even that fails the change is refused with nothing done.
+        try:
+            if _removexattr is not None:
+                _removexattr(fd, NAME)
+        except OSError as again:
+            if again.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise exc from None
