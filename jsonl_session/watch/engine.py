@@ -99,7 +99,8 @@ class FileState:
         if first or start is not None:
             return self._first(seen, data, start)
         prefix = data[: self._consumed]
-        if seen.identity == self._identity and len(prefix) == self._consumed and self._same_prefix(prefix):
+        same_file = seen.identity == self._identity and not _other_file(self._mark, seen.mark)
+        if same_file and len(prefix) == self._consumed and self._same_prefix(prefix):
             changes = self._after_prefix(data, 0, seen)
             if changes is not None:
                 return changes

@@ -1,0 +1,93 @@
+"""The pure change engine (no I/O) and the marks storage leaves for it on real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jsonl_session import JSONLSession, marks
+from jsonl_session.codec import encode_items
+from jsonl_session.locking import FileHandle
+from jsonl_session.watch import Change
+from jsonl_session.watch.engine import FileState, Seen
+
+A, B, C = ({"n": n} for n in range(3))
+MARK = bytes(range(16))
+FILE = (1, 7)
+
+
+def look(
+    state: FileState, content: bytes, mark: bytes | None = MARK, identity: tuple[int, int] = FILE
+) -> Any:
+    """One wake-up: give the engine the bytes it asks for (and all of them if it asks again)."""
+    seen = Seen(identity, len(content), mark)
+    offset = state.wanted(seen)
+    changes = state.update(seen, content[offset:], offset, None)
+    if changes is None:
+        changes = state.update(seen, content, 0, None)
+    return offset, changes
+
+
+def test_same_inode_and_mark_reads_only_from_the_last_delivered_line() -> None:
+    state = FileState(Path("s.jsonl"), "s")
+    first = encode_items([A, B])
+    assert look(state, first) == (0, [Change("appended", "s", [A, B], 2)])
+    offset, changes = look(state, first + encode_items([C]))
+    assert offset == len(encode_items([A]))  # the start of B, the last delivered line
+    assert changes == [Change("appended", "s", [C], 1)]
+
+
+@pytest.mark.parametrize("mark", [None, MARK[:8] + b"new gen!"])
+def test_without_the_same_mark_the_whole_file_is_compared(mark: bytes | None) -> None:
+    state = FileState(Path("s.jsonl"), "s")
+    look(state, encode_items([A, B]))
+    # Popped B and appended C: the same size, so only the bytes can tell.
+    offset, changes = look(state, encode_items([A, {"n": 9}]), mark=mark)
+    assert offset == 0
+    assert changes == [Change("removed", "s", [], 1), Change("appended", "s", [{"n": 9}], 1)]
+
+
+def test_another_file_id_on_the_same_inode_is_a_new_file() -> None:
+    state = FileState(Path("s.jsonl"), "s")
+    look(state, encode_items([A, B]))
+    offset, changes = look(state, encode_items([A, B, C]), mark=b"other id" + MARK[8:])
+    assert (offset, changes) == (0, [Change("replaced", "s", [A, B, C], 3)])
+
+
+def test_a_changed_last_line_under_a_trusted_mark_is_caught() -> None:
+    # An edit in place by another tool keeps our mark: the last delivered line still gives it away.
+    state = FileState(Path("s.jsonl"), "s")
+    look(state, encode_items([A, B]))
+    assert look(state, encode_items([A, C]))[1] == [
+        Change("removed", "s", [], 1),
+        Change("appended", "s", [C], 1),
+    ]
+
+
+def test_storage_marks_every_write_but_appends(session: JSONLSession) -> None:
+    def mark() -> bytes | None:
+        handle = FileHandle(session.path)
+        fd = handle.acquire(write=False, create=False, timeout=1)
+        try:
+            return marks.read(fd)
+        finally:
+            handle.release()
+            handle.close()
+
+    session.add_items_sync([A, B])
+    created = mark()
+    if created is None:
+        pytest.skip("no user extended attributes on this file system")
+    session.add_items_sync([C])
+    assert mark() == created  # appends leave it alone
+    session.pop_item_sync()
+    popped = mark()
+    assert popped is not None and popped != created and popped[:8] == created[:8]  # same file, new generation
+    session.clear_session_sync()
+    cleared = mark()
+    assert cleared is not None and cleared not in (created, popped) and cleared[:8] == created[:8]
+    session.replace_items_sync([A])
+    replaced = mark()
+    assert replaced is not None and replaced[:8] != created[:8]  # a new file
