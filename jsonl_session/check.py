@@ -7,24 +7,29 @@ Problems found, each with the file and the line it is on:
   Readers skip it; ``fix=True`` moves it to the ``.torn`` sidecar, as the next writer would;
 * git merge conflict markers (``<<<<<<<``, ``=======``, ``>>>>>>>``), named as such;
 * a ``function_call`` with no ``function_call_output`` for its ``call_id``, or an output
-  with no call: the model API rejects such a history on the next turn;
+  with no call: the model API rejects such a history on the next turn.
   Calls that a paused run (``.run``) waits to have approved are not reported;
 * a fork whose source has diverged from the prefix recorded in its ``.lineage`` (see
-  ``lineage``), or whose lineage file is unreadable.
+  ``lineage``), or whose lineage file is unreadable;
+* a ``type`` or ``call_id`` that is not a string, and a line nested deeper than can be
+  written back (docs/format.md, "Nesting");
+* a temporary copy left next to the session by a rewrite whose process was killed
+  (``fix=True`` removes it: see ``leftovers``).
 
-Only torn tails are fixable here: every other repair means deciding what the conversation
-should say, which is a job for ``jsonl-session edit``.
+Only torn tails and leftover temporary files are fixable here: every other repair means
+deciding what the conversation should say, which is a job for ``jsonl-session edit``.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import codec, storage
-from .errors import SessionFileError, TornTailWarning
+from . import codec, leftovers, storage
+from .errors import LockTimeout, SessionFileError, TornTailWarning
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 
 # A call item type -> the type of the item that answers it, matched on ``call_id``.
@@ -32,6 +37,7 @@ CALL_PAIRS = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
 }
+_ANSWERS = frozenset(CALL_PAIRS.values())
 
 
 # A text merge of two histories leaves these lines behind (see docs/workflows.md).
@@ -76,6 +82,14 @@ def check_file(
         fd = handle.acquire(write=fix, create=False, timeout=lock_timeout)
     except SessionFileError as exc:  # a symlink or FIFO where a session file belongs
         return [Problem(path, None, exc.message)]
+    except LockTimeout as exc:  # one busy file must not stop a folder's check
+        return [
+            Problem(
+                path, None, f"not checked: lock not acquired within {exc.timeout:g}s (a writer or an edit)"
+            )
+        ]
+    except OSError as exc:  # e.g. no permission to read it
+        return [Problem(path, None, f"not checked: {exc.strerror or exc}")]
     if fd == MISSING:
         return [Problem(path, None, "no such file")]
     try:
@@ -87,6 +101,9 @@ def check_file(
                 warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
                 storage.repair_tail(fd, path, durable=True)
             torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
+        # Under the session's lock no rewrite of it is under way: its temporary files are
+        # a killed writer's (the lock on each is checked as well, see ``leftovers``).
+        problems.extend(leftover_problems(leftovers.temp_files_of(path), fix=fix))
     finally:
         handle.release()
         handle.close()
@@ -94,6 +111,46 @@ def check_file(
         problems.append(torn)
     problems.extend(_lineage_problems(path, lock_timeout))
     return sorted(problems, key=lambda problem: problem.line or 0)
+
+
+def stray_temp_problems(directory: str | Path, *, fix: bool = False) -> list[Problem]:
+    """Temporary files in ``directory`` left by rewrites of sessions that no longer exist.
+
+    ``check_file`` reports those of the session it checks; these have no session to check.
+
+    Example:
+        >>> stray_temp_problems("sessions", fix=True)                   # doctest: +SKIP
+        [Problem(path=PosixPath('sessions/.old.jsonl.5f0c9a21.tmp'), ...)]
+    """
+    temps = [
+        temp for temp in leftovers.temp_files(Path(directory)) if not _exists(leftovers.session_of(temp))
+    ]
+    return leftover_problems(temps, fix=fix)
+
+
+def leftover_problems(temps: list[Path], *, fix: bool) -> list[Problem]:
+    """A problem for each temporary file that no live writer holds; removed with ``fix``."""
+    problems = []
+    for temp in temps:
+        if not leftovers.is_orphaned(temp):
+            continue  # a rewrite in progress: not a problem
+        try:
+            size = os.lstat(temp).st_size
+        except FileNotFoundError:
+            continue
+        if leftovers.is_edit_copy(temp):
+            reason = f"copy ({size} bytes) left by an interrupted or refused `jsonl-session edit`"
+        else:
+            reason = f"temporary copy ({size} bytes) left by an interrupted rewrite"
+        if fix and leftovers.remove_if_orphaned(temp):
+            problems.append(Problem(temp, None, reason + "; removed", fixable=True, fixed=True))
+        else:
+            problems.append(Problem(temp, None, reason + "; `check --fix` removes it", fixable=True))
+    return problems
+
+
+def _exists(path: Path | None) -> bool:
+    return path is not None and os.path.lexists(path)
 
 
 def _awaiting_approval(path: Path) -> frozenset[Any]:
@@ -132,6 +189,10 @@ def _line_problems(
             problems.append(Problem(path, number, reason))
             continue
         item = codec.decode_line(line)
+        reason = _shape_problem(line, item)
+        if reason is not None:
+            problems.append(Problem(path, number, reason))
+            continue
         kind = item.get("type")
         if kind in CALL_PAIRS:
             calls.setdefault((kind, item.get("call_id")), (number, item))
@@ -145,6 +206,36 @@ def _line_problems(
         if key not in calls:
             problems.append(Problem(path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}"))
     return problems
+
+
+def _shape_problem(line: bytes, item: dict[str, Any]) -> str | None:
+    """What makes a parsed item unusable although it is a JSON object, or None.
+
+    A ``type`` or ``call_id`` that is a list or an object crashed the whole folder's check
+    ("unhashable type", tests/test_hostile_content.py); a line nested deeper than orjson
+    writes reads fine but cannot be written back by any rewrite.
+    """
+    kind = item.get("type")
+    if kind is not None and not isinstance(kind, str):
+        return f"its type is a {_json_kind(kind)}, not a string"
+    call_id = item.get("call_id")
+    if call_id is not None and not isinstance(call_id, str) and (kind in CALL_PAIRS or kind in _ANSWERS):
+        return f"{kind} has a call_id that is a {_json_kind(call_id)}, not a string"
+    # Only a line with enough brackets can be that deep: the count is cheap, the walk is not.
+    if line.count(b"[") + line.count(b"{") > codec.MAX_DEPTH:
+        depth = codec.depth_of(item)
+        if depth > codec.MAX_DEPTH:
+            return (
+                f"nested {depth} levels deep (more than {codec.MAX_DEPTH}): it reads, but rewrite, "
+                "edit, redact and fork refuse it; flatten or remove it by hand (docs/format.md)"
+            )
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "JSON object"
+    return "JSON array" if isinstance(value, list) else type(value).__name__
 
 
 def _torn_tail(path: Path, scan: storage.Scan) -> Problem | None:

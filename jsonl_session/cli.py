@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import re
 import shlex
 import subprocess
 import sys
-import tempfile
 import warnings
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +32,9 @@ from typing import IO, Any
 import orjson
 
 from . import codec, storage
-from .check import check_file
+from .check import Problem, check_file, stray_temp_problems
 from .directory import SessionDirectory
-from .errors import JSONLSessionError
+from .errors import JSONLSessionError, SessionFileError, UnsafePathError
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .session import JSONLSession
 from .terminal import printable
@@ -91,11 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def cmd_ls(args: argparse.Namespace) -> int:
     from .cli_history import mark, print_tree
 
-    infos = _directory(args).list()
+    skipped: list[Exception] = []
+    infos = _directory(args).list(on_error=lambda _path, exc: skipped.append(exc))
+    for exc in skipped:  # one unreadable file is named, and the rest listed (exit 1)
+        _skip_warning(exc)
+    status = 1 if skipped else 0
     out = sys.stdout
     if args.tree and not args.json and infos:
         print_tree(infos)
-        return 0
+        return status
     if args.json:
         for info in infos:
             _json_line(
@@ -109,10 +113,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
                     "forked_from": info.forked_from,
                 }
             )
-        return 0
+        return status
     if not infos:
         _note(f"no sessions in {args.dir}")
-        return 0
+        return status
     shown = [printable(info.session_id) for info in infos]
     width = max(2, *(len(session_id) for session_id in shown))
     marks = [printable(mark(info)) for info in infos]
@@ -122,7 +126,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         modified = info.modified.strftime("%Y-%m-%d %H:%M:%S")
         row = f"{session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}  {marked}"
         out.write(row.rstrip() + "\n")
-    return 0
+    return status
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -131,11 +135,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         from .cli_history import show_turns
 
         return show_turns(args, session)
-    items = session.get_items_sync()
     first = 1
-    if args.n is not None:
-        first = max(1, len(items) - args.n + 1)
-        items = items[first - 1 :]
+    if args.n is None:
+        items = session.get_items_sync()
+    else:  # only the newest n are read: `show -n 1` of a 300 MB session peaked near 800 MB
+        total = session.count_items_sync()
+        items = session.get_items_sync(limit=args.n) if args.n else []
+        first = max(1, total - len(items) + 1)
     _print_items(args, items, first=first)
     return 0
 
@@ -169,7 +175,7 @@ def cmd_pop(args: argparse.Namespace) -> int:
 
 def cmd_clear(args: argparse.Namespace) -> int:
     session = _existing(args, args.id)
-    count = len(session.get_items_sync())
+    count = session.count_items_sync()
     if not args.yes and not _confirm(f"clear all {count} item{_s(count)} of {args.id}?"):
         raise Failure(f"{args.id}: not cleared")
     session.clear_session_sync()
@@ -190,7 +196,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
 def cmd_fork(args: argparse.Namespace) -> int:
     _existing(args, args.source)
     target = _directory(args).fork(args.source, args.target, at=args.at, at_turn=args.at_turn)
-    count = len(target.get_items_sync())
+    count = target.count_items_sync()
     _note(f"{args.target}: forked {count} item{_s(count)} from {args.source}")
     return 0
 
@@ -206,22 +212,28 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.secrets:
         return _check_secrets(args, paths)
     found = remaining = 0
-    for path in paths:
-        for problem in check_file(path, fix=args.fix, lock_timeout=args.lock_timeout):
-            found += 1
-            remaining += not problem.fixed
-            if args.json:
-                _json_line(
-                    {
-                        "path": str(problem.path),
-                        "line": problem.line,
-                        "reason": problem.reason,
-                        "fixable": problem.fixable,
-                        "fixed": problem.fixed,
-                    }
-                )
-            else:
-                print(("fixed: " if problem.fixed else "") + printable(str(problem)))
+    problems: Iterator[Problem] = (
+        problem
+        for path in paths
+        for problem in check_file(path, fix=args.fix, lock_timeout=args.lock_timeout)
+    )
+    if not args.targets:  # the whole folder: also what rewrites of since-deleted sessions left
+        problems = itertools.chain(problems, stray_temp_problems(args.dir, fix=args.fix))
+    for problem in problems:
+        found += 1
+        remaining += not problem.fixed
+        if args.json:
+            _json_line(
+                {
+                    "path": str(problem.path),
+                    "line": problem.line,
+                    "reason": problem.reason,
+                    "fixable": problem.fixable,
+                    "fixed": problem.fixed,
+                }
+            )
+        else:
+            print(("fixed: " if problem.fixed else "") + printable(str(problem)))
     summary = f"checked {len(paths)} file{_s(len(paths))}: {found} problem{_s(found)}"
     if args.fix:
         summary += f", {found - remaining} fixed"
@@ -241,28 +253,39 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
+    from .editing import edit_copy, new_unanswered_calls
+
     session = _existing(args, args.id)
     editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
-    # The session's write lock is held from reading the items until the file is replaced:
-    # a running agent's add_items waits (up to its lock_timeout) instead of being overwritten.
-    with session.rewrite() as draft, tempfile.TemporaryDirectory(prefix="jsonl-session-edit-") as folder:
-        before = len(draft.items)
-        copy = Path(folder) / session.path.name
-        copy.write_bytes(codec.encode_items(draft.items))
+    # No lock is held while the editor is open: a running agent keeps appending, and its
+    # items are kept on save; only a pop, clear or rewrite meanwhile refuses the save.
+    with edit_copy(session) as copy:
+        before = len(copy.base_items())
         while True:
-            status = subprocess.call([*editor, str(copy)])
+            status = subprocess.call([*editor, str(copy.path)])
             if status != 0:
                 raise Failure(f"{args.id}: editor exited with status {status}; session left unchanged")
+            if copy.unchanged():
+                _note(f"{args.id}: no change; session left unchanged")
+                return 0
             try:
-                items = _parse_items(copy.read_bytes(), "line")
-                break
+                items = _parse_items(copy.path.read_bytes(), "line")
             except Failure as exc:
                 _error(str(exc))
                 if not _confirm("edit again?", default=True):
                     raise Failure(f"{args.id}: edit abandoned; session left unchanged") from None
-        draft.items = items
-    after = len(items)
-    _note(f"{args.id}: saved ({before} -> {after} item{_s(after)})")
+                continue
+            unanswered = new_unanswered_calls(copy.base_items(), items)
+            for problem in unanswered:
+                _note(f"{PROG}: warning: {problem} (the model API rejects such a history)")
+            if not unanswered or _confirm("save anyway?"):
+                break
+            if not _confirm("edit again?", default=True):
+                raise Failure(f"{args.id}: edit abandoned; session left unchanged")
+        appended = copy.save(items)
+    after = len(items) + appended
+    meanwhile = f"; {appended} added meanwhile kept" if appended else ""
+    _note(f"{args.id}: saved ({before} -> {after} item{_s(after)}{meanwhile})")
     return 0
 
 
@@ -277,9 +300,13 @@ def cmd_grep(args: argparse.Namespace) -> int:
     ids = args.ids or _directory(args).ids()
     matches = 0
     write = sys.stdout.write
+    skipped: list[Exception] = []
     for session_id in ids:
         session = _existing(args, session_id) if args.ids else _open(args, session_id)
-        for number, item in _matching_items(session.path, needle, args.ignore_case, args.lock_timeout):
+        found = _matching_items(session.path, needle, args.ignore_case, args.lock_timeout)
+        if not args.ids:  # searching the folder: an unreadable file is named and skipped
+            found = _skipping_errors(found, skipped.append)
+        for number, item in found:
             role = label(item)
             if args.role is not None and args.role not in (role, heading(item)):
                 continue
@@ -293,7 +320,9 @@ def cmd_grep(args: argparse.Namespace) -> int:
             else:
                 head = style.role(printable(heading(item)))
                 write(f"{printable(session_id)}:{number}: {head}: {_snippet(text, match, style)}\n")
-    return 0 if matches else 1
+    for error in skipped:
+        _skip_warning(error)
+    return 0 if matches and not skipped else 1
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -303,8 +332,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     labels: Counter[str] = Counter()
     tools: Counter[str] = Counter()
     items = characters = 0
+    skipped = 0
+    read_ids: list[str] = []
     for session_id in ids:
-        for item in _open(args, session_id).get_items_sync():
+        try:
+            session_items = _open(args, session_id).get_items_sync()
+        except (OSError, JSONLSessionError) as exc:
+            if args.id:
+                raise
+            skipped += 1  # an unreadable or conflicted file: named, the rest still counted
+            _skip_warning(exc)
+            continue
+        read_ids.append(session_id)
+        for item in session_items:
             items += 1
             labels[label(item)] += 1
             characters += len(text_of(item))
@@ -313,11 +353,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     tool_calls = sum(tools.values())
     from .cli_history import print_usage, usage_stats
 
-    per_session, overall = usage_stats(args, ids)
+    per_session, overall = usage_stats(args, read_ids)
     if args.json:
         _json_line(
             {
-                "sessions": len(ids),
+                "sessions": len(ids) - skipped,
                 "items": items,
                 "characters": characters,
                 "tool_calls": tool_calls,
@@ -326,8 +366,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 "tokens": {"total": overall, "by_session": per_session},
             }
         )
-        return 0
-    scope = printable(args.id) if args.id else f"{len(ids)} session{_s(len(ids))}"
+        return 1 if skipped else 0
+    read = len(ids) - skipped
+    scope = printable(args.id) if args.id else f"{read} session{_s(read)}"
     print(
         f"{scope}: {items} item{_s(items)}, {characters} characters, {tool_calls} tool call{_s(tool_calls)}"
     )
@@ -338,7 +379,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         for name, count in tools.most_common():
             print(f"  {printable(name):<24} {count:>7}")
     print_usage(per_session, overall)
-    return 0
+    return 1 if skipped else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -425,7 +466,11 @@ def _open(args: argparse.Namespace, session_id: str) -> JSONLSession:
 
 def _existing(args: argparse.Namespace, session_id: str) -> JSONLSession:
     session = _open(args, session_id)
-    if not session.path.is_file():
+    if not _directory(args).exists(session_id):  # lstat: a symlink is not a session
+        if os.path.lexists(session.path):
+            # `check --secrets ID` read through a symlink out of the folder; every command
+            # that takes an id refuses here, as the lock would (tests/test_symlinks.py).
+            raise UnsafePathError(session.path, "is a symlink or not a regular file; refusing to use it")
         raise Failure(f"{session_id}: no such session in {args.dir}")
     return session
 
@@ -445,7 +490,7 @@ def _targets(args: argparse.Namespace, names: list[str]) -> list[Path]:
 
 def _print_items(args: argparse.Namespace, items: list[Any], *, first: int | None = None) -> None:
     if args.json:
-        sys.stdout.buffer.write(codec.encode_items(items))
+        sys.stdout.buffer.write(b"".join(codec.dumps_any(item) + b"\n" for item in items))
         sys.stdout.flush()
         return
     style = _style(sys.stdout)
@@ -505,7 +550,14 @@ def _parse_items(data: bytes, source: str) -> list[Any]:
 def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
     from .secrets import scan_file
 
-    findings = [finding for path in paths for finding in scan_file(path)]
+    findings = []
+    refused = 0
+    for path in paths:
+        try:
+            findings.extend(scan_file(path))
+        except SessionFileError as exc:  # a symlink or FIFO named by path: report it, go on
+            refused += 1
+            _error(str(exc))
     for finding in findings:
         if args.json:
             _json_line(
@@ -523,7 +575,7 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
             f"{len(findings)} secret{_s(len(findings))} found; `{PROG} redact ID` replaces them",
             file=sys.stderr,
         )
-    return 1 if findings else 0
+    return 1 if findings or refused else 0
 
 
 def _byte_prefilter(pattern: str) -> bytes | None:
@@ -572,6 +624,19 @@ def _matching_items(
             continue  # malformed lines and torn tails are `check`'s business, not grep's
         if isinstance(item, dict):
             yield number, item
+
+
+def _skipping_errors(
+    found: Iterator[tuple[int, dict[str, Any]]], on_error: Callable[[Exception], None]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        yield from found
+    except (OSError, JSONLSessionError) as exc:
+        on_error(exc)
+
+
+def _skip_warning(exc: BaseException) -> None:
+    _note(f"{PROG}: warning: {_message(exc)}; skipped")
 
 
 def _lines_containing(data: bytes, needle: bytes, ignore_case: bool) -> Iterator[tuple[int, bytes]]:
@@ -710,7 +775,7 @@ def _style(stream: IO[str]) -> Style:
 
 
 def _json_line(value: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+    sys.stdout.buffer.write(codec.dumps_any(value) + b"\n")
 
 
 def _size(size: int) -> str:
@@ -932,7 +997,10 @@ def build_parser() -> argparse.ArgumentParser:
         "targets", nargs="*", metavar="ID_OR_FILE", help="session ids or .jsonl files (default: all)"
     )
     check.add_argument(
-        "--fix", action="store_true", help="move torn tails to the .torn sidecar; report what needs a human"
+        "--fix",
+        action="store_true",
+        help="move torn tails to the .torn sidecar, remove temporary files of killed rewrites; "
+        "report what needs a human",
     )
     check.add_argument(
         "--secrets",
@@ -944,7 +1012,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "edit",
         cmd_edit,
-        "edit a session in $EDITOR while holding its lock; validated, then replaced atomically",
+        "edit a session in $EDITOR; writers go on meanwhile and what they append is kept",
         f"EDITOR=nano {PROG} edit convo_123",
     )
     edit.add_argument("id", help="session id")

@@ -3,6 +3,12 @@
 A line is an item serialised by orjson (UTF-8 as-is, keys in the order given, no spaces),
 followed by ``\\n``. Serialising the same item twice gives the same bytes, so re-recording
 an unchanged conversation produces no git diff.
+
+Nesting has two limits, both orjson's (docs/format.md, "Nesting"): an item is written only
+if it nests at most :data:`MAX_DEPTH` containers deep, the item itself counting as one; a
+line is read if it nests at most :data:`MAX_READ_DEPTH`. Lines in between (written by hand
+or by another tool) are read, shown and searched, but cannot be written back; nothing here
+recurses in Python, so no depth ever raises ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,12 @@ BOM = b"\xef\xbb\xbf"
 _DIGIT_MASK = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
 _LONG_DIGIT_RUN = b"0" * 19
 _CHECK_PIECE = 16 * 1024
+
+MAX_DEPTH = 254
+"""The deepest item orjson writes: containers nested, the item itself counting as level 1."""
+MAX_READ_DEPTH = 1024
+"""The deepest line orjson reads; a deeper one is not valid JSON to every reader here."""
+_PATH_SHOWN = 6  # segments of a deep item's path named in an error (the rest is "…")
 
 
 def encode_items(items: Iterable[Any]) -> bytes:
@@ -129,6 +141,8 @@ def _decode_exact(line: bytes) -> Any:
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if depth_of(value) > MAX_READ_DEPTH:  # the stdlib's limit follows sys.setrecursionlimit
+        raise ValueError(f"nested more than {MAX_READ_DEPTH} levels deep")
     return value
 
 
@@ -143,9 +157,110 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def depth_of(value: Any) -> int:
+    """How many containers deep ``value`` nests (a scalar is 0, ``[]`` is 1), without recursing.
+
+    Example:
+        >>> depth_of({"role": "user", "content": [{"type": "input_text", "text": "hi"}]})
+        3
+    """
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: Iterable[Any] = current.values()
+        elif isinstance(current, (list, tuple)):
+            children = current
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
+    return deepest
+
+
+def identical(first: Any, second: Any) -> bool:
+    """True if two decoded values are the same JSON, type for type (``1`` is not ``1.0``), without recursing.
+
+    ``==`` recurses in C and raised ``RecursionError`` comparing 1,000-deep items.
+
+    Example:
+        >>> identical({"a": [1]}, {"a": [1]}), identical({"a": [1]}, {"a": [1.0]})
+        (True, False)
+    """
+    pairs = [(first, second)]
+    while pairs:
+        left, right = pairs.pop()
+        if type(left) is not type(right):
+            return False
+        if isinstance(left, dict):
+            if list(left) != list(right):
+                return False
+            pairs.extend((left[key], right[key]) for key in left)
+        elif isinstance(left, list):
+            if len(left) != len(right):
+                return False
+            pairs.extend(zip(left, right))
+        elif left != right:
+            return False
+    return True
+
+
+def dumps_any(value: Any) -> bytes:
+    """JSON for any value a reader returned, for output (``show --json``, ``tail -f --json``).
+
+    orjson for everything it can write; an item nested deeper than it writes, or holding an
+    integer beyond 64 bits (read exactly from a hand-edited line), goes through a small
+    iterative encoder instead, so printing never fails on a line that reading accepted.
+
+    Example:
+        >>> dumps_any({"n": 2**70})
+        b'{"n":1180591620717411303424}'
+    """
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return _dumps_iteratively(value).encode()
+
+
+def _dumps_iteratively(value: Any) -> str:
+    parts: list[str] = []
+    # A stack of things still to write: values, and the literal text between them.
+    stack: list[tuple[bool, Any]] = [(False, value)]
+    while stack:
+        is_text, current = stack.pop()
+        if is_text:
+            parts.append(current)
+        elif isinstance(current, dict):
+            pending: list[tuple[bool, Any]] = [(True, "{")]
+            for index, (key, child) in enumerate(current.items()):
+                pending.append(
+                    (True, ("," if index else "") + json.dumps(str(key), ensure_ascii=False) + ":")
+                )
+                pending.append((False, child))
+            pending.append((True, "}"))
+            stack.extend(reversed(pending))
+        elif isinstance(current, (list, tuple)):
+            pending = [(True, "[")]
+            for index, child in enumerate(current):
+                if index:
+                    pending.append((True, ","))
+                pending.append((False, child))
+            pending.append((True, "]"))
+            stack.extend(reversed(pending))
+        else:
+            try:
+                parts.append(orjson.dumps(current).decode())
+            except TypeError:
+                parts.append(json.dumps(current, ensure_ascii=False, default=repr))
+    return "".join(parts)
+
+
 def _why_not_storable(item: Any) -> str | None:
     """Find the first value that cannot be stored exactly, and say where it is (for the error)."""
-    for path, value in _walk(item, "item"):
+    for path, value in _walk(item):
+        if path is None:  # nested too deeply: ``value`` says where
+            return str(value)
         if isinstance(value, tuple):
             return f"{path} is a tuple, which would read back as a list"
         if isinstance(value, float) and not math.isfinite(value):
@@ -161,11 +276,48 @@ def _why_not_storable(item: Any) -> str | None:
     return None
 
 
-def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:
-    yield path, value
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from _walk(child, f"{path}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for index, child in enumerate(value):
-            yield from _walk(child, f"{path}[{index}]")
+def _walk(item: Any) -> Iterator[tuple[str | None, Any]]:
+    """Every value in ``item`` with its path, depth first, without recursing.
+
+    Stops with ``(None, reason)`` at the first container nested deeper than orjson
+    writes: a 10,000-deep or self-referencing item used to raise ``RecursionError`` here
+    (tests/test_hostile_content.py). Paths are built only for values actually yielded, from
+    a chain of (segment, parent) links, so a deep item costs no quadratic string building.
+    """
+    stack: list[tuple[Any, int, Any]] = [(item, 1, None)]  # value, depth, link = (segment, parent link)
+    while stack:
+        value, depth, link = stack.pop()
+        container = isinstance(value, (dict, list, tuple))
+        if container and depth > MAX_DEPTH:
+            yield None, _too_deep(value, link)
+            return
+        yield _path(link), value
+        if isinstance(value, dict):
+            children = [(f"[{key!r}]", child) for key, child in value.items()]
+        elif isinstance(value, (list, tuple)):
+            children = [(f"[{index}]", child) for index, child in enumerate(value)]
+        else:
+            continue
+        stack.extend((child, depth + 1, (segment, link, value)) for segment, child in reversed(children))
+
+
+def _too_deep(value: Any, link: Any) -> str:
+    where = _path(link)
+    ancestors = []
+    while link is not None:
+        ancestors.append(link[2])
+        link = link[1]
+    if any(ancestor is value for ancestor in ancestors):
+        return f"{where} contains itself (a reference cycle), which JSON cannot represent"
+    return f"{where} is nested more than {MAX_DEPTH} levels deep, the most orjson writes (docs/format.md)"
+
+
+def _path(link: Any) -> str:
+    segments = []
+    while link is not None:
+        segments.append(link[0])
+        link = link[1]
+    segments.reverse()
+    if len(segments) > _PATH_SHOWN:  # a path 255 levels long would drown the message
+        return "item" + "".join(segments[:_PATH_SHOWN]) + f"…({len(segments) - _PATH_SHOWN} more)"
+    return "item" + "".join(segments)

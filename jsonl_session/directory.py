@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import sidecars, storage
-from .errors import SessionNotFoundError
+from .errors import JSONLSessionError, SessionNotFoundError, SkippedSessionWarning
 from .lineage import new_lineage, read_lineage
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, fsync_directory
 from .naming import id_for
@@ -74,30 +75,35 @@ class SessionDirectory:
         except FileNotFoundError:
             return False
 
-    def list(self) -> list[SessionInfo]:
+    def list(self, *, on_error: Callable[[Path, Exception], None] | None = None) -> list[SessionInfo]:
         """Every session with its item count, size and modification time, newest first.
 
         Which sessions have a paused run or a lineage is read off the one folder listing;
         only forks cost a read more (their lineage file, for ``forked_from``).
+
+        A session that cannot be read (no permission, its lock held past ``lock_timeout``, a
+        broken lineage file) is skipped and passed to ``on_error(path, error)``; by default a
+        :class:`SkippedSessionWarning` names it. One such file used to fail the whole list.
         """
         infos = []
         listing = self._scan()
         names = {entry.name for entry in listing}
         for session_id, entry in self._entries(listing):
             path = self.directory / entry.name
-            handle = FileHandle(path)
-            fd = handle.acquire(write=False, create=False, timeout=self.lock_timeout)
-            if fd == MISSING:
-                continue  # deleted since we listed the folder
-            try:
-                file_stat = os.fstat(fd)
-                items = storage.count_items(fd)
-            finally:
-                handle.release()
-                handle.close()
-            modified = datetime.fromtimestamp(file_stat.st_mtime, tz=timezone.utc)
             kinds = sidecars.present(path, names)
-            lineage = read_lineage(path) if sidecars.LINEAGE in kinds else None
+            try:
+                counted = _count(path, self.lock_timeout)
+                lineage = read_lineage(path) if sidecars.LINEAGE in kinds else None
+            except (OSError, JSONLSessionError) as exc:
+                if on_error is None:
+                    warnings.warn(SkippedSessionWarning(f"{_describe(exc)}; skipped"), stacklevel=2)
+                else:
+                    on_error(path, exc)
+                continue
+            if counted is None:
+                continue  # deleted since we listed the folder
+            file_stat, items = counted
+            modified = datetime.fromtimestamp(file_stat.st_mtime, tz=timezone.utc)
             infos.append(
                 SessionInfo(
                     session_id,
@@ -183,3 +189,22 @@ class SessionDirectory:
             session_id = id_for(entry.name)
             if session_id is not None and entry.is_file(follow_symlinks=False):
                 yield session_id, entry
+
+
+def _count(path: Path, lock_timeout: float) -> tuple[os.stat_result, int] | None:
+    """The file's stat and item count, read under its shared lock; None if it is gone."""
+    handle = FileHandle(path)
+    fd = handle.acquire(write=False, create=False, timeout=lock_timeout)
+    if fd == MISSING:
+        return None
+    try:
+        return os.fstat(fd), storage.count_items(fd)
+    finally:
+        handle.release()
+        handle.close()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)

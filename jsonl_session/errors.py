@@ -8,12 +8,14 @@
     ├── SessionFileError                           something is wrong with a file on disk
     │   ├── MalformedLineError  (also ValueError)  a line is not a JSON object
     │   ├── UnsafePathError     (also PermissionError) a symlink where a session file belongs
+    │   ├── OwnershipError      (also PermissionError) a rewrite could not keep the file's owner
     │   ├── SessionNotFoundError (also FileNotFoundError) fork: no such source session
     │   └── SessionExistsError  (also FileExistsError) fork: the target already has items
     ├── ReadOnlySessionError    (also PermissionError) a write to a read-only test fixture
     └── LockTimeout             (also TimeoutError) another process held the lock too long
 
     TornTailWarning (UserWarning): a crashed writer's partial line was moved to a sidecar file.
+    SkippedSessionWarning (UserWarning): a folder listing skipped a session it could not read.
 
 Each error inherits the matching builtin so ``except ValueError`` keeps working, carries the
 file path (and line) it is about, and pickles across processes.
@@ -31,10 +33,12 @@ __all__ = [
     "JSONLSessionError",
     "LockTimeout",
     "MalformedLineError",
+    "OwnershipError",
     "ReadOnlySessionError",
     "SessionExistsError",
     "SessionFileError",
     "SessionNotFoundError",
+    "SkippedSessionWarning",
     "TornTailWarning",
     "UnsafePathError",
 ]
@@ -83,6 +87,15 @@ class MalformedLineError(SessionFileError, ValueError):
 
 class UnsafePathError(SessionFileError, PermissionError):
     """A symlink (or other non-regular file) sits where a session file or sidecar belongs."""
+
+
+class OwnershipError(SessionFileError, PermissionError):
+    """A rewrite would give the session file to another owner, and we may not give it back.
+
+    A rewrite writes a new file and renames it over the old one; the new file belongs to
+    whoever runs the rewrite. Root gives it back to the old owner (``fchown``); anyone else
+    gets this error before anything changes. Run the rewrite as the file's owner.
+    """
 
 
 class SessionNotFoundError(SessionFileError, FileNotFoundError):
@@ -136,3 +149,11 @@ class LockTimeout(JSONLSessionError, TimeoutError):
 
 class TornTailWarning(UserWarning):
     """A partial last line (left by a killed writer) was moved to the session's sidecar file."""
+
+
+class SkippedSessionWarning(UserWarning):
+    """``SessionDirectory.list()`` skipped a session it could not read (permissions, a lock held too long).
+
+    One bad file used to stop the whole listing; now it is named in this warning and the
+    others are listed (pass ``on_error`` to handle it yourself).
+    """

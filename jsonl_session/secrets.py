@@ -16,12 +16,16 @@ ids such as ``call_...`` or ``msg_...`` are not flagged.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from . import storage
+from . import codec, storage
+from .errors import ItemNotStorableError, UnsafePathError
 
 if TYPE_CHECKING:
     from .session import JSONLSession
@@ -112,18 +116,38 @@ def mask(secret: str) -> str:
 def scan_file(path: str | Path) -> list[SecretFinding]:
     """Scan a session file line by line; malformed lines are scanned too.
 
+    Raises:
+        UnsafePathError: ``path`` is a symlink (never followed out of the folder) or not a
+            regular file.
+
     Example:
         >>> for finding in scan_file("sessions/support.jsonl"):  # doctest: +SKIP
         ...     print(finding)
     """
     path = Path(path)
     findings = []
-    with path.open("rb") as file:
+    with _open_regular(path) as file:
         for number, raw in enumerate(file, start=1):
             text = raw.decode("utf-8", errors="replace")
             for kind, start, end in scan_text(text):
                 findings.append(SecretFinding(path, number, kind, mask(text[start:end])))
     return findings
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """Open a session file for reading, refusing a symlink (it led out of the folder) or a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(
+                path, "is a symlink; refusing to follow it out of the sessions folder"
+            ) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePathError(path, "is not a regular file; refusing to read it as a session")
+    return os.fdopen(fd, "rb")
 
 
 def redact_text(text: str) -> tuple[str, list[tuple[str, str]]]:
@@ -166,6 +190,10 @@ def redact_session(session: JSONLSession) -> list[SecretFinding]:
         line_numbers = _item_line_numbers(session.path)
         new_items = []
         for index, item in enumerate(draft.items):
+            if codec.depth_of(item) > codec.MAX_DEPTH:
+                _refuse_if_secret_inside(index, item)
+                new_items.append(item)  # unchanged; if anything else changes, writing refuses it
+                continue
             replaced: list[tuple[str, str]] = []
             new_items.append(_redact_value(item, replaced))
             line = line_numbers[index] if index < len(line_numbers) else index + 1
@@ -183,10 +211,40 @@ def _redact_value(value: Any, replaced: list[tuple[str, str]]) -> Any:
         replaced.extend(found)
         return new_text
     if isinstance(value, dict):
-        return {_redact_value(key, replaced): _redact_value(child, replaced) for key, child in value.items()}
+        result: dict[str, Any] = {}
+        for key, child in value.items():
+            new_key = _redact_value(key, replaced)
+            if new_key != key:
+                new_key = _distinct_key(new_key, value, result)
+            result[new_key] = _redact_value(child, replaced)
+        return result
     if isinstance(value, list):
         return [_redact_value(child, replaced) for child in value]
     return value
+
+
+def _distinct_key(key: str, original: dict[str, Any], taken: dict[str, Any]) -> str:
+    """``key``, or ``key 2``, ``key 3``...: the first that no other key of the object has or will have.
+
+    Two secrets used as keys of one object both became ``[REDACTED:<kind>]``, and one value
+    was silently dropped (tests/test_hostile_content.py).
+    """
+    candidate, number = key, 1
+    while candidate in taken or candidate in original:
+        number += 1
+        candidate = f"{key} {number}"
+    return candidate
+
+
+def _refuse_if_secret_inside(index: int, item: Any) -> None:
+    """An item nested deeper than can be written back cannot be redacted: say so if it holds a secret."""
+    spans = scan_text(codec.dumps_any(item).decode())
+    if spans:
+        raise ItemNotStorableError(
+            index,
+            f"it holds a secret ({spans[0][0]}) but is nested more than {codec.MAX_DEPTH} levels deep, so it "
+            "cannot be written back redacted; remove the secret by hand (docs/format.md)",
+        )
 
 
 def _item_line_numbers(path: Path) -> list[int]:

@@ -14,7 +14,6 @@ write half-done.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import compaction, storage
-from .codec import encode_items
+from .codec import encode_items, identical
 from .features import SessionFeatures
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .naming import TORN_SUFFIX, filename_for
@@ -170,6 +169,24 @@ class JSONLSession(SessionFeatures):
         """Blocking twin of :meth:`clear_session`."""
         self._clear(self._lock(write=True, create=False))
 
+    def count_items_sync(self) -> int:
+        """How many items the session holds, counted by streaming the file: memory stays flat.
+
+        Lines are counted, not parsed (``check`` finds bad ones), so this is what ``ls``
+        shows; ``jsonl-session show -n`` numbers the newest items with it.
+
+        Example:
+            >>> session.count_items_sync()                        # doctest: +SKIP
+            42
+        """
+        fd = self._lock(write=False, create=False)
+        if fd == MISSING:
+            return 0
+        try:
+            return storage.count_items(fd)
+        finally:
+            self._handle.release()
+
     # -- deliberate edits ----------------------------------------------------------------
 
     @contextmanager
@@ -187,14 +204,16 @@ class JSONLSession(SessionFeatures):
         replaced = False
         try:
             original = storage.read_items(fd, self.path)
-            draft = Draft(items=copy.deepcopy(original))  # in-place edits must not touch `original`
+            # Parsing again is the copy that in-place edits may change: cheaper than
+            # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
+            draft = Draft(items=storage.read_items(fd, self.path))
             yield draft
             before = _encoding_or_none(original)
             try:
                 payload = encode_items(draft.items)
             except ValueError:
-                if before is None and draft.items == original:
-                    return  # unchanged, though it could not be written (hand-edited huge ints)
+                if before is None and identical(draft.items, original):
+                    return  # unchanged, though it cannot be written (huge ints, deep nesting)
                 raise
             if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
                 self._replace_locked(fd, payload)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import orjson
-
+from .codec import dumps_any
 from .terminal import printable
 
 TOOL_TEXT_WIDTH = 200
@@ -75,7 +74,7 @@ def render(item: dict[str, Any], *, number: int | None = None, style: Style | No
         return f"{prefix}{style.dim('reasoning')}: {summary}"
     if "role" in item and kind in (None, "message"):
         return f"{prefix}{style.role(printable(label(item)))}: {printable(_parts_text(item.get('content')))}"
-    return f"{prefix}{style.dim(printable(label(item)))}: {printable(shorten(orjson.dumps(item).decode()))}"
+    return f"{prefix}{style.dim(printable(label(item)))}: {printable(shorten(_as_text(item)))}"
 
 
 def heading(item: dict[str, Any]) -> str:
@@ -161,7 +160,6 @@ def _part_text(part: Any) -> str:
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return repr(value)
+    # Not repr(): it recurses, and a 1,000-deep line that reading accepted made show,
+    # stats and grep fail with RecursionError (tests/test_hostile_content.py).
+    return dumps_any(value).decode()

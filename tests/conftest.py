@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,3 +22,14 @@ def sessions_dir(tmp_path: Path) -> Path:
 def session(sessions_dir: Path) -> JSONLSession:
     """A fresh durable session in a temporary folder."""
     return JSONLSession("test", sessions_dir)
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A folder every user can enter (0755, ours); removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="jsonl-session-perm-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,16 +1,14 @@
-"""``jsonl-session edit`` (under the session's lock, validated, atomic), ``check --secrets``, ``redact``."""
+"""``jsonl-session edit`` (validated, atomic), ``check --secrets`` and ``redact``."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from cli_helpers import cli_env, run
 
-from jsonl_session import JSONLSession, LockTimeout
+from jsonl_session import JSONLSession
 
 ITEMS = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi"}]
 OPENAI_KEY = "sk-proj-" + "a1B2c3D4" * 6
@@ -81,48 +79,6 @@ def test_invalid_edit_reopens_the_editor_when_asked(tmp_path: Path, sessions_dir
     assert "line 1: not a JSON object (a list)" in result.err
     assert (tmp_path / "runs").read_text() == "2"
     assert session.get_items_sync() == [{"role": "user", "content": "fixed"}]
-
-
-def test_the_lock_is_held_while_the_editor_is_open(tmp_path: Path, sessions_dir: Path) -> None:
-    session = JSONLSession("c", sessions_dir)
-    session.add_items_sync(ITEMS)
-    # The editor says when it is open, then waits for a line on stdin (inherited from the CLI).
-    env = editor(
-        tmp_path,
-        (
-            "print('editor open', flush=True)\n"
-            "sys.stdin.readline()\n"
-            "added = json.dumps({'role': 'user', 'content': 'added in editor'})\n"
-            "path.write_text(path.read_text() + added + '\\n')\n"
-        ),
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jsonl_session", "edit", "c", "--dir", str(sessions_dir)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None and process.stdin is not None
-        assert process.stdout.readline() == "editor open\n"
-        agent = JSONLSession("c", sessions_dir, lock_timeout=0.2)  # another writer, e.g. a running agent
-        with pytest.raises(LockTimeout):
-            agent.add_items_sync([{"role": "user", "content": "racing"}])
-        process.stdin.write("\n")
-        process.stdin.close()
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream:
-                stream.close()
-    assert session.get_items_sync() == [*ITEMS, {"role": "user", "content": "added in editor"}]
-    agent.add_items_sync([{"role": "user", "content": "after"}])  # the lock is free again
-    assert len(session.get_items_sync()) == 4
 
 
 def test_check_secrets_reports_masked_findings_and_redact_replaces_them(sessions_dir: Path) -> None:

@@ -1,0 +1,113 @@
+"""Peak memory of whole-file operations on one big session: ``show -n 1``, ``ls``, a durable clear.
+
+Each operation runs in a fresh process on a session of ``--size-mb`` megabytes (300 by
+default, realistic chat lines) and reports its peak resident memory (``VmHWM``), next to the
+peak of a process that only imports the package. Issue 15 asked for each to stay under
+~80 MB on 300 MB (they peaked near 800 MB, 600 MB and 300+ MB before).
+
+Run:
+    python benchmarks/memory.py --quick            # 30 MB, prints the table, writes nothing
+    python benchmarks/memory.py --update-results   # 300 MB, writes benchmarks/results/memory.json
+    python benchmarks/memory.py --out FILE         # any size, results to FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "memory.json"
+sys.path.insert(0, str(HERE))
+
+import items as item_source  # benchmarks/items.py
+
+OPERATIONS = {
+    "baseline (imports only)": "pass",
+    "show ID -n 1": "main(['show', 'big', '-n', '1', '--dir', folder])",
+    "ls": "main(['ls', '--dir', folder])",
+    "clear_session() (durable)": "JSONLSession('big', folder).clear_session_sync()",
+}
+
+PROBE = """
+import sys
+from jsonl_session import JSONLSession
+from jsonl_session.cli import main
+folder = sys.argv[1]
+{operation}
+with open("/proc/self/status") as status:
+    print(next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")), file=sys.stderr)
+"""
+
+
+def write_session(path: Path, size: int) -> int:
+    """~``size`` bytes of realistic lines, fast: one 1,000-item block repeated."""
+    block = b"".join(orjson.dumps(item) + b"\n" for item in item_source.sample(1000, seed=3))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as file:
+        written = 0
+        while written < size:
+            written += file.write(block)
+    return written
+
+
+def peak_kib(folder: Path, operation: str) -> int:
+    """Peak resident memory (KiB) of a fresh process running ``operation`` on ``folder``."""
+    completed = subprocess.run(
+        [sys.executable, "-c", PROBE.format(operation=operation), str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(completed.stderr.strip().splitlines()[-1])
+
+
+def measure(size: int, runs: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(dir=HERE.parent) as tmp:  # the repo's disk, not a tmpfs in RAM
+        folder = Path(tmp) / "sessions"
+        written = write_session(folder / "big.jsonl", size)
+        for name, operation in OPERATIONS.items():
+            peaks = []
+            for _ in range(runs):
+                if not (folder / "big.jsonl").stat().st_size:  # the clear emptied it: refill
+                    write_session(folder / "big.jsonl", size)
+                peaks.append(peak_kib(folder, operation))
+            results[name] = {"peak_rss_mb": round(statistics.median(peaks) / 1024, 1), "runs": runs}
+    return {"file_mb": round(written / 1e6, 1), "operations": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="30 MB and one run each (a check, not a result)")
+    parser.add_argument("--size-mb", type=int, default=300, help="session size (default 300)")
+    parser.add_argument(
+        "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
+    )
+    parser.add_argument("--out", type=Path, help="write the results here instead")
+    args = parser.parse_args(argv)
+    size_mb, runs = (30, 1) if args.quick else (args.size_mb, 3)
+    results = measure(size_mb * 1_000_000, runs)
+    for name, result in results["operations"].items():
+        print(f"{name:<28} peak RSS {result['peak_rss_mb']:>7.1f} MB  ({results['file_mb']} MB session)")
+    target = args.out or (RESULTS if args.update_results else None)
+    if target is not None:
+        target.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"wrote {target}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("NO_COLOR", "1")
+    sys.exit(main())

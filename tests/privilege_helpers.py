@@ -1,0 +1,92 @@
+"""Run a command as an unprivileged user, for the tests of what permissions change.
+
+The suite runs as root here and in CI, and root reads every file: "one unreadable session"
+or "a rewrite by someone who may not chown" only happen to other users. These helpers run
+the CLI or a function as ``nobody`` in a forked child, in the ``shared_tmp`` folder
+(conftest.py) that ``nobody`` can reach: pytest's own temp folder is 0700 root.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import pwd
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import Result
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown files and switch users")
+
+
+def nobody() -> tuple[int, int]:
+    entry = pwd.getpwnam("nobody")
+    return entry.pw_uid, entry.pw_gid
+
+
+def run_as_nobody(directory: Path, *args: str) -> Result:
+    """The CLI's ``main`` as ``nobody``, in a forked child with its own stdout and stderr.
+
+    Forked rather than exec'd: the interpreter may live where ``nobody`` cannot read it
+    (here, under /root). Arguments, output and exit code are exactly the command's.
+    """
+    uid, gid = nobody()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115  (flushed before _exit)
+                sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+                os.chdir(directory.parent)
+                _drop_to(uid, gid)
+                from jsonl_session.cli import main
+
+                code = main([*args, "--dir", str(directory)])
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return Result(os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode())
+
+
+def _drop_to(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def call_as_nobody(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` in a forked child running as ``nobody``; its result, or its exception re-raised."""
+    uid, gid = nobody()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop privileges for good, run, report through the pipe
+        try:
+            os.close(read_fd)
+            _drop_to(uid, gid)
+            try:
+                outcome: tuple[bool, Any] = (True, function(*args))
+            except BaseException as exc:  # noqa: BLE001  (sent to the parent, which re-raises it)
+                outcome = (False, exc)
+            with os.fdopen(write_fd, "wb") as pipe:
+                pickle.dump(outcome, pipe)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    ok, value = pickle.loads(data)
+    if not ok:
+        raise value
+    return value

@@ -1,0 +1,132 @@
+"""A rewrite killed before its rename leaves a temporary copy: `check` names it, `--fix` removes it (#15.6).
+
+Before the fix ``check`` said nothing about such a file (the first test failed) and nothing
+ever removed it. The writers here are real processes, paused right after writing their
+temporary file and then SIGKILLed, exactly where a crash would leave one.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+
+from jsonl_session import JSONLSession, SessionDirectory
+from jsonl_session.leftovers import is_orphaned, temp_files
+
+ITEM = {"role": "user", "content": "hi"}
+
+# Runs one kind of rewrite, pausing (on stdin) once its temporary file is written and synced.
+WRITER = r"""
+import os, sys
+from jsonl_session import JSONLSession, storage
+from jsonl_session.secrets import redact_session
+
+real = storage.write_at_end
+def pausing(fd, payload, size_before, *, durable):
+    real(fd, payload, size_before, durable=durable)
+    if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+        print("written", flush=True)
+        sys.stdin.readline()
+storage.write_at_end = pausing
+
+session = JSONLSession(sys.argv[2], sys.argv[1])
+if sys.argv[3] == "rewrite":
+    with session.rewrite() as draft:
+        draft.items.append({"role": "assistant", "content": "new"})
+elif sys.argv[3] == "replace":
+    session.replace_items_sync([{"role": "assistant", "content": "new"}])
+else:
+    redact_session(session)
+"""
+
+
+class PausedWriter:
+    """A real process holding a rewrite's temporary file (and the session's lock) until killed."""
+
+    def __init__(self, folder: Path, session_id: str, how: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(folder), session_id, how],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline() == "written\n"
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        assert self.process.returncode == -signal.SIGKILL
+
+
+@pytest.fixture
+def writers() -> Iterator[list[PausedWriter]]:
+    started: list[PausedWriter] = []
+    yield started
+    for writer in started:
+        if writer.process.poll() is None:
+            writer.kill()
+
+
+@pytest.mark.parametrize("how", ["rewrite", "replace", "redact"])
+def test_check_names_a_killed_rewrites_temporary_file_and_fix_removes_it(
+    sessions_dir: Path, writers: list[PausedWriter], how: str
+) -> None:
+    secret = "sk-" + "proj-" + "A1b2C3d4E5f6G7h8J9k0" * 2
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync([ITEM, {"role": "user", "content": secret}])
+    before = session.path.read_bytes()
+    writers.append(PausedWriter(sessions_dir, "s", how))
+    writers[0].kill()
+    (temp,) = temp_files(sessions_dir)
+    assert temp.name.startswith(".s.jsonl.") and session.path.read_bytes() == before
+
+    result = run(sessions_dir, "check")
+    assert result.code == 1
+    size = temp.stat().st_size
+    assert (
+        result.out
+        == f"{temp}: temporary copy ({size} bytes) left by an interrupted rewrite; `check --fix` removes it\n"
+    )
+    assert [info.session_id for info in SessionDirectory(sessions_dir).list()] == ["s"]  # not a session
+
+    fixed = run(sessions_dir, "check", "--fix")
+    assert (fixed.code, fixed.err) == (0, "checked 1 file: 1 problem, 1 fixed\n")
+    assert fixed.out.startswith(f"fixed: {temp}: ") and fixed.out.endswith("; removed\n")
+    assert temp_files(sessions_dir) == [] and session.path.read_bytes() == before
+
+
+def test_a_live_rewrites_temporary_file_is_left_alone(
+    sessions_dir: Path, writers: list[PausedWriter]
+) -> None:
+    JSONLSession("s", sessions_dir).add_items_sync([ITEM])
+    writers.append(PausedWriter(sessions_dir, "s", "rewrite"))
+    (temp,) = temp_files(sessions_dir)
+    assert not is_orphaned(temp)  # its writer holds its lock
+    result = run(sessions_dir, "check", "--fix", "--lock-timeout", "0.2")  # the writer holds the session too
+    assert result.code == 1 and "not checked: lock not acquired within 0.2s" in result.out
+    assert temp.exists()
+    writers[0].kill()
+    assert is_orphaned(temp)
+
+
+def test_a_temporary_file_whose_session_is_gone_is_found_by_a_folder_check(
+    sessions_dir: Path, writers: list[PausedWriter]
+) -> None:
+    JSONLSession("gone", sessions_dir).add_items_sync([ITEM])
+    JSONLSession("kept", sessions_dir).add_items_sync([ITEM])
+    writers.append(PausedWriter(sessions_dir, "gone", "replace"))
+    writers[0].kill()
+    assert run(sessions_dir, "rm", "gone", "--yes").code == 0
+    (temp,) = temp_files(sessions_dir)
+    result = run(sessions_dir, "check")
+    assert result.code == 1 and result.out.startswith(f"{temp}: temporary copy")
+    assert run(sessions_dir, "check", "kept").code == 0  # named sessions: only theirs
+    assert run(sessions_dir, "check", "--fix").code == 0
+    assert temp_files(sessions_dir) == []
