@@ -6,8 +6,10 @@ mid-way) is simply run again: whole sessions are skipped, none is half there.
 
 from __future__ import annotations
 
+import json
 import os
 import pty
+import shutil
 import signal
 import subprocess
 import sys
@@ -166,3 +168,19 @@ def test_all_is_exclusive_with_an_id(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert in_process(capsys, folder, "import", url).code == 2
     assert in_process(capsys, folder, "import", url, "--all", "--as", "x").code == 2
     assert not (tmp_path / "x.db").exists()
+
+
+def test_the_transfer_benchmark_runs_quick(tmp_path: Path) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    benchmark = Path(__file__).resolve().parent.parent / "benchmarks" / "transfer.py"
+    out = tmp_path / "transfer.json"
+    done = subprocess.run(
+        [sys.executable, str(benchmark), "--quick", "--backends", "redis", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert (result["sessions"], result["items_per_session"]) == (50, 20)
+    assert set(result["backends"]["redis"]) == {"export", "re-run", "import"}
+    assert "redis" in done.stdout and "items/s" in done.stdout
