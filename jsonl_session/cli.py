@@ -130,6 +130,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.html or args.markdown or args.output:
+        return _show_document(args)
     session = _existing(args, args.id)
     if args.turns:
         from .cli_history import show_turns
@@ -382,6 +384,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 1 if skipped else 0
 
 
+def cmd_textconv(args: argparse.Namespace) -> int:
+    from .documents import file_diff_text
+
+    sys.stdout.buffer.write(file_diff_text(args.file, lock_timeout=args.lock_timeout).encode())
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import serve
+
+    return serve(args.dir, host=args.host, port=args.port, lock_timeout=args.lock_timeout)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     if args.all:
         if args.id or args.as_id:
@@ -486,6 +501,37 @@ def _targets(args: argparse.Namespace, names: list[str]) -> list[Path]:
         else:
             paths.append(_existing(args, name).path)
     return paths
+
+
+def _show_document(args: argparse.Namespace) -> int:
+    """``show --html`` / ``--markdown``: the whole transcript as one document, to stdout or ``-o FILE``."""
+    from .documents import session_html, session_markdown
+
+    if args.json or not (args.html or args.markdown):
+        _error("show: -o goes with --html or --markdown, and --json with neither")
+        return 2
+    path = _existing(args, args.id).path
+    if args.html:
+        data, found = session_html(path, args.id, newest=args.n, lock_timeout=args.lock_timeout)
+    else:
+        text, found = session_markdown(path, args.id, newest=args.n, lock_timeout=args.lock_timeout)
+        data = text.encode()
+    if found.unreadable:
+        lines = found.unreadable
+        shown = ", ".join(map(str, lines[:5])) + (", ..." if len(lines) > 5 else "")
+        print(
+            f"{PROG}: warning: {path}: {len(lines)} unreadable line{_s(len(lines))} shown as they are "
+            f"(line {shown}); `{PROG} check` says why",
+            file=sys.stderr,
+        )
+    if args.output:
+        Path(args.output).write_bytes(data)
+        count = len(found.views)
+        print(f"{args.id}: wrote {args.output} ({count} item{_s(count)})", file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return 0
 
 
 def _print_items(args: argparse.Namespace, items: list[Any], *, first: int | None = None) -> None:
@@ -892,7 +938,8 @@ def build_parser() -> argparse.ArgumentParser:
         "show",
         cmd_show,
         "print a session as a readable transcript",
-        f"{PROG} show convo_123 -n 20\n{PROG} show convo_123 --json | jq .role",
+        f"{PROG} show convo_123 -n 20\n{PROG} show convo_123 --json | jq .role\n"
+        f"{PROG} show convo_123 --html -o convo_123.html\n{PROG} show convo_123 --markdown > transcript.md",
         json=True,
     )
     show.add_argument("id", help="session id")
@@ -902,6 +949,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one line per turn: number, items, when it ran and its tokens (if recorded), the question",
     )
+    formats = show.add_mutually_exclusive_group()
+    formats.add_argument(
+        "--html", action="store_true", help="a self-contained HTML page (search, filters, folded tool output)"
+    )
+    formats.add_argument(
+        "--markdown", action="store_true", help="GitHub-flavoured Markdown, for a pull request or a README"
+    )
+    show.add_argument("-o", "--output", metavar="FILE", help="write the --html/--markdown document to FILE")
 
     tail = _command(
         commands,
@@ -1083,6 +1138,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="every session in that backend, under its own id; re-run to resume (as for export --all)",
     )
     imp.add_argument("--as", dest="as_id", metavar="ID", help="session id here (default: the same)")
+
+    textconv = _command(
+        commands,
+        "textconv",
+        cmd_textconv,
+        "print a session file as stable transcript text, for git diff (a textconv driver)",
+        f"{PROG} textconv sessions/convo_123.jsonl\n"
+        f"git config diff.jsonl-session.textconv '{PROG} textconv'\n"
+        "echo 'sessions/*.jsonl diff=jsonl-session' >> .gitattributes",
+    )
+    textconv.add_argument("file", metavar="FILE", help="a session file (any path: git passes a temp copy)")
+
+    serve = _command(
+        commands,
+        "serve",
+        cmd_serve,
+        "a local, read-only web viewer of the folder's sessions, live (Ctrl-C stops it)",
+        f"{PROG} serve --dir sessions --port 8765",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
+    serve.add_argument("--port", type=_count, default=8765, help="port (default 8765; 0 picks a free one)")
 
     redact = _command(
         commands,

@@ -7,15 +7,15 @@ here failed before. Root reads every file, so the commands run as ``nobody``.
 
 from __future__ import annotations
 
+import subprocess
 import warnings
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 from privilege_helpers import call_as_nobody, needs_root, run_as_nobody
 
 from jsonl_session import JSONLSession, SessionDirectory, SkippedSessionWarning
-
-pytestmark = needs_root
 
 
 @pytest.fixture
@@ -32,6 +32,7 @@ def folder(shared_tmp: Path) -> Path:
     return folder
 
 
+@needs_root
 def test_ls_lists_the_rest_and_names_the_unreadable_file(folder: Path) -> None:
     result = run_as_nobody(folder, "ls")
     assert result.code == 1
@@ -39,6 +40,7 @@ def test_ls_lists_the_rest_and_names_the_unreadable_file(folder: Path) -> None:
     assert result.err == f"jsonl-session: warning: {folder}/locked.jsonl: Permission denied; skipped\n"
 
 
+@needs_root
 def test_check_reports_the_unreadable_file_and_checks_the_others(folder: Path) -> None:
     result = run_as_nobody(folder, "check")
     assert result.code == 1
@@ -47,6 +49,7 @@ def test_check_reports_the_unreadable_file_and_checks_the_others(folder: Path) -
     assert result.err == "checked 3 files: 4 problems\n"
 
 
+@needs_root
 def test_stats_counts_the_readable_sessions_and_names_the_others(folder: Path) -> None:
     result = run_as_nobody(folder, "stats")
     assert result.code == 1
@@ -55,6 +58,7 @@ def test_stats_counts_the_readable_sessions_and_names_the_others(folder: Path) -
     assert "merged.jsonl:2: not valid JSON" in result.err
 
 
+@needs_root
 def test_grep_searches_the_readable_sessions_and_names_the_others(folder: Path) -> None:
     result = run_as_nobody(folder, "grep", "hello")
     assert result.code == 1  # a match, but not every session could be searched
@@ -69,6 +73,7 @@ def _list_ids(folder: Path) -> tuple[list[str], list[str]]:
     return ids, [f"{w.category.__name__}: {w.message}" for w in caught]
 
 
+@needs_root
 def test_list_skips_an_unreadable_session_with_a_warning(folder: Path) -> None:
     ids, caught = call_as_nobody(_list_ids, folder)
     assert sorted(ids) == ["good", "merged"]
@@ -77,3 +82,29 @@ def test_list_skips_an_unreadable_session_with_a_warning(folder: Path) -> None:
     assert len(SessionDirectory(folder).list(on_error=lambda path, exc: problems.append(path.name))) == 3
     assert problems == []  # root reads them all
     assert SkippedSessionWarning.__mro__[1] is UserWarning
+
+
+def test_a_session_whose_lock_is_held_too_long_is_named_and_the_rest_listed(sessions_dir: Path) -> None:
+    for name in ("busy", "free"):
+        JSONLSession(name, sessions_dir).add_items_sync([{"role": "user", "content": "hi"}])
+    holder = subprocess.Popen(  # another process holding the write lock, as a long rewrite would
+        ["flock", "--exclusive", str(sessions_dir / "busy.jsonl"), "sh", "-c", "echo held; read line"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        listed = run(sessions_dir, "ls", "--lock-timeout", "0.1")
+        assert listed.code == 1 and [line.split()[0] for line in listed.out.splitlines()] == ["ID", "free"]
+        assert "busy.jsonl: lock not acquired within 0.1s" in listed.err and listed.err.endswith(
+            "; skipped\n"
+        )
+        checked = run(sessions_dir, "check", "--lock-timeout", "0.1")
+        assert checked.code == 1 and "busy.jsonl: not checked: lock not acquired within 0.1s" in checked.out
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        assert holder.stdout is not None
+        holder.stdout.close()
