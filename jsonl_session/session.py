@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import storage
+from . import compaction, storage
 from .codec import encode_items, identical
 from .features import SessionFeatures
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
 from .naming import TORN_SUFFIX, filename_for
-from .settings import coerce_settings
+from .settings import as_sdk_settings, coerce_settings
 from .turns import newest_turns
 
 if TYPE_CHECKING:
@@ -54,7 +54,8 @@ class JSONLSession(SessionFeatures):
             ``-`` are the file name; others are percent-encoded (see ``naming``).
         directory: Folder of session files, created (0700) on first write.
         session_settings: The SDK's ``SessionSettings`` or a dict such as ``{"limit": 50}``;
-            its ``limit`` applies when ``get_items()`` is called without one.
+            its ``limit`` applies when ``get_items()`` is called without one. Read back, it is
+            the SDK's ``SessionSettings`` whenever ``agents`` is imported.
         durable: fsync every write (default). ``False`` trades crash-safety for speed,
             e.g. in bulk imports: a power loss may then lose the newest writes.
         lock_timeout: Seconds to wait for another process's lock before raising
@@ -85,6 +86,7 @@ class JSONLSession(SessionFeatures):
         self.session_id = session_id
         self.directory = Path(directory)
         self.path = self.directory / filename_for(session_id)
+        self._session_settings: Any = None
         self.session_settings = session_settings
         self.durable = durable
         self.lock_timeout = lock_timeout
@@ -107,8 +109,14 @@ class JSONLSession(SessionFeatures):
 
     @property
     def session_settings(self) -> Any:
-        """An object with ``.limit`` and ``.resolve()`` (ours, or the SDK's if you passed one)."""
-        return self._session_settings
+        """The SDK's ``SessionSettings`` once ``agents`` is imported; ours before (see ``settings``).
+
+        The conversion happens on read, so a session made before ``import agents`` still hands
+        the SDK its own type (``EncryptedSession`` and the Runner accept nothing else).
+        """
+        settings = as_sdk_settings(self._session_settings)
+        self._session_settings = settings  # converted once: the same object on every read
+        return settings
 
     @session_settings.setter
     def session_settings(self, value: Any) -> None:
@@ -270,6 +278,16 @@ class JSONLSession(SessionFeatures):
             if fd == MISSING:
                 return None
             return storage.repair_tail(fd, self.path, durable=self.durable)
+
+    # -- hooks the SDK's compaction wrapper looks for (see ``compaction``) ------------------
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        """Replace the whole history in one rename (the SDK would otherwise clear, then add)."""
+        return await compaction.atomic_replace(self, items)
+
+    async def _get_compaction_snapshot(self, limit: int, *, prune_prefix: Any = None) -> Any:
+        """The newest ``limit`` items and a ``replace_suffix`` that swaps them in one rename."""
+        return await compaction.snapshot(self, limit, prune_prefix)
 
     # -- following a live conversation (see ``watch``) -------------------------------------
 

@@ -1,0 +1,156 @@
+"""How fast the viewer is: ``show --html`` of a 100,000-item session, and a 10,000-item page in Chromium.
+
+Usage (from the repository root)::
+
+    python benchmarks/viewer.py                    # prints the figures
+    python benchmarks/viewer.py --update-results   # ... and writes benchmarks/results/viewer.json
+    python benchmarks/viewer.py --quick            # small sizes, one repetition: checks that it runs
+
+What is measured (the items are ``benchmarks/items.py``'s realistic 300-600 byte items):
+
+* **show --html**: ``python -m jsonl_session show ID --html -o FILE`` as a subprocess, whole
+  command (start-up included): wall time, and peak RSS from ``wait4`` (the child's own
+  ``ru_maxrss``). Targets: under 5 s and 300 MB for 100,000 items.
+* **page ready**: the page of a 10,000-item session opened from the file in headless Chromium
+  (Debian's ``chromium``, through Playwright): the time from navigation start to the page being
+  usable (the first screenfuls drawn, search and filters working: the ``jsonl-session-ready``
+  performance mark the page's script sets), as the browser's own clock reports it. Target:
+  under 1 s.
+
+Medians of the repetitions. The machine is shared and noisy: run it on a quiet machine for the
+committed results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import orjson
+from items import sample
+
+RESULTS = HERE / "results" / "viewer.json"
+TARGETS = {"show_html_seconds": 5.0, "show_html_peak_mb": 300.0, "page_ready_ms": 1000.0}
+
+
+def write_session(folder: Path, session_id: str, count: int) -> Path:
+    path = folder / f"{session_id}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(item) + b"\n" for item in sample(count)))
+    return path
+
+
+def show_html(folder: Path, session_id: str, out: Path) -> tuple[float, float]:
+    """One ``show --html`` run: (seconds, peak RSS in MB) of the child process."""
+    command = [
+        sys.executable,
+        "-m",
+        "jsonl_session",
+        "show",
+        session_id,
+        "--html",
+        "-o",
+        str(out),
+        "--dir",
+        str(folder),
+    ]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        assert process.stderr is not None
+        raise SystemExit(f"show --html failed: {process.stderr.read().decode()}")
+    return seconds, usage.ru_maxrss / 1024  # KB on Linux
+
+
+def page_ready_ms(page_url: str, repetitions: int) -> list[float]:
+    """Navigation start -> the page's ``jsonl-session-ready`` mark, in a fresh page each time."""
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        raise SystemExit("chromium is not installed (Debian: apt-get install chromium)")
+    times = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            for _ in range(repetitions + 1):  # the first load warms the browser's caches: not counted
+                page = browser.new_page(viewport={"width": 1100, "height": 900})
+                page.goto(page_url)
+                page.wait_for_selector("body[data-ready=true]", timeout=60_000)
+                mark = page.evaluate("() => performance.getEntriesByName('jsonl-session-ready')[0].startTime")
+                times.append(float(mark))
+                page.close()
+        finally:
+            browser.close()
+    return times[1:]
+
+
+def measure(html_items: int, page_items: int, repetitions: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="jsonl-session-viewer-bench-") as scratch:
+        folder = Path(scratch)
+        write_session(folder, "big", html_items)
+        runs = [show_html(folder, "big", folder / "big.html") for _ in range(repetitions)]
+        html_size = (folder / "big.html").stat().st_size
+        write_session(folder, "page", page_items)
+        show_html(folder, "page", folder / "page.html")
+        ready = page_ready_ms((folder / "page.html").as_uri(), repetitions)
+    return {
+        "show_html_items": html_items,
+        "show_html_seconds": round(statistics.median(seconds for seconds, _ in runs), 3),
+        "show_html_peak_mb": round(statistics.median(peak for _, peak in runs), 1),
+        "show_html_output_mb": round(html_size / 1024 / 1024, 1),
+        "page_items": page_items,
+        "page_ready_ms": round(statistics.median(ready), 1),
+        "page_ready_max_ms": round(max(ready), 1),
+        "repetitions": repetitions,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="10,000 and 2,000 items, one repetition")
+    parser.add_argument("--repetitions", type=int, default=5, help="runs of each measurement (default 5)")
+    parser.add_argument(
+        "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
+    )
+    parser.add_argument("--out", type=Path, help="write the results to this JSON file instead")
+    args = parser.parse_args(argv)
+    if args.quick:
+        result = measure(10_000, 2_000, 1)
+    else:
+        result = measure(100_000, 10_000, args.repetitions)
+    result.update(
+        when=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        python=platform.python_version(),
+        machine=f"{platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}",
+        targets=TARGETS,
+    )
+    for name, value in result.items():
+        print(f"{name:>22}: {value}")
+    target = args.out or (RESULTS if args.update_results else None)
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"written to {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
