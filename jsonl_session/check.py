@@ -79,7 +79,20 @@ def check_file(
     path = Path(path)
     handle = FileHandle(path)
     try:
-        fd = handle.acquire(write=fix, create=False, timeout=lock_timeout)
+        with handle.locked(write=fix, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                return [Problem(path, None, "no such file")]
+            scan = storage.scan_lines(storage.read_range(fd, 0, handle.size))
+            problems = _line_problems(path, scan.lines, _awaiting_approval(path))
+            torn = _torn_tail(path, scan)
+            if torn is not None and fix:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
+                    storage.repair_tail(fd, path, durable=True)
+                torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
+            # Under the session's lock no rewrite of it is under way: its temporary files are
+            # a killed writer's (the lock on each is checked as well, see ``leftovers``).
+            problems.extend(leftover_problems(leftovers.temp_files_of(path), fix=fix))
     except SessionFileError as exc:  # a symlink or FIFO where a session file belongs
         return [Problem(path, None, exc.message)]
     except LockTimeout as exc:  # one busy file must not stop a folder's check
@@ -90,22 +103,7 @@ def check_file(
         ]
     except OSError as exc:  # e.g. no permission to read it
         return [Problem(path, None, f"not checked: {exc.strerror or exc}")]
-    if fd == MISSING:
-        return [Problem(path, None, "no such file")]
-    try:
-        scan = storage.scan_lines(storage.read_range(fd, 0, handle.size))
-        problems = _line_problems(path, scan.lines, _awaiting_approval(path))
-        torn = _torn_tail(path, scan)
-        if torn is not None and fix:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
-                storage.repair_tail(fd, path, durable=True)
-            torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
-        # Under the session's lock no rewrite of it is under way: its temporary files are
-        # a killed writer's (the lock on each is checked as well, see ``leftovers``).
-        problems.extend(leftover_problems(leftovers.temp_files_of(path), fix=fix))
     finally:
-        handle.release()
         handle.close()
     if torn is not None:
         problems.append(torn)

@@ -24,7 +24,7 @@ import sys
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -398,13 +398,74 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.all:
+        if args.id or args.as_id:
+            return _usage("export --all copies every session under its own id: give no ID and no --as")
+        return _copy_all("export", args.to, args)
+    if not args.id:
+        return _usage("export: give a session ID, or --all")
     source = _existing(args, args.id)
     return asyncio.run(_copy_to_url(source, args.to, args.as_id or args.id))
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    if args.all:
+        if args.id or args.as_id:
+            return _usage("import --all copies every session under its own id: give no --id and no --as")
+        return _copy_all("import", args.url, args)
+    if not args.id:
+        return _usage("import: give --id SOURCE_ID, or --all")
     target = _open(args, args.as_id or args.id)
     return asyncio.run(_copy_from_url(args.url, args.id, target))
+
+
+def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
+    """``export --all`` / ``import --all``: one line per session that was not copied, then a summary."""
+    from .bulk import export_all, import_all
+
+    progress = _progress_bar(verb, unit="sessions")
+    with _terminal_line_ended(progress):
+        if verb == "export":
+            outcomes = asyncio.run(
+                _in_backend_errors(url, export_all(_directory(args), url, progress=progress))
+            )
+        else:
+            outcomes = asyncio.run(
+                _in_backend_errors(url, import_all(url, _directory(args), progress=progress))
+            )
+    for outcome in outcomes:
+        if outcome.status in ("differs", "failed"):
+            print(f"{outcome.session_id}: {outcome.status}: {outcome.detail}", file=sys.stderr)
+    counts = Counter(outcome.status for outcome in outcomes)
+    copied = sum(outcome.items for outcome in outcomes if outcome.status == "copied")
+    where = f"to {_shown(url)}" if verb == "export" else f"from {_shown(url)}"
+    print(
+        f"{verb}ed {counts['copied']} session{_s(counts['copied'])} ({copied} item{_s(copied)}) {where}; "
+        f"{counts['skipped']} already there, {counts['differs']} differ, {counts['failed']} failed",
+        file=sys.stderr,
+    )
+    return 1 if counts["differs"] or counts["failed"] else 0
+
+
+async def _in_backend_errors(url: str, work: Any) -> Any:
+    async with _backend_errors(url):
+        return await work
+
+
+@contextmanager
+def _terminal_line_ended(progress: Any) -> Iterator[None]:
+    """If a progress bar is drawn and the copy stops early, end its line before the error."""
+    try:
+        yield
+    except BaseException:
+        if progress is not None:
+            sys.stderr.write("\n")
+        raise
+
+
+def _usage(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -586,13 +647,12 @@ def _matching_items(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, item)`` of each item whose line contains ``needle`` (every item without one)."""
     handle = FileHandle(path)
-    fd = handle.acquire(write=False, create=False, timeout=lock_timeout)
-    if fd == MISSING:
-        return
     try:
-        data = storage.read_range(fd, 0, handle.size).removeprefix(codec.BOM)
+        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                return
+            data = storage.read_range(fd, 0, handle.size).removeprefix(codec.BOM)
     finally:
-        handle.release()
         handle.close()
     if needle is None:
         spans: Iterator[tuple[int, bytes]] = (
@@ -719,7 +779,8 @@ async def _backend_errors(url: str) -> AsyncIterator[None]:
     except (Failure, JSONLSessionError, ValueError):
         raise
     except Exception as exc:  # noqa: BLE001  (redis.ConnectionError, sqlalchemy OperationalError...)
-        raise Failure(f"{_shown(url)}: {type(exc).__name__}: {exc}") from None
+        first_line = (str(exc).strip().splitlines() or [""])[0]  # SQLAlchemy appends "(Background on ...)"
+        raise Failure(f"{_shown(url)}: {type(exc).__name__}: {first_line}") from None
 
 
 def _shown(url: str) -> str:
@@ -727,7 +788,7 @@ def _shown(url: str) -> str:
     return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
 
 
-def _progress_bar(verb: str) -> Any:
+def _progress_bar(verb: str, unit: str = "items") -> Any:
     """A ``progress(done, total)`` callback drawing on stderr when it is a terminal, else None."""
     if not sys.stderr.isatty():
         return None
@@ -736,7 +797,7 @@ def _progress_bar(verb: str) -> Any:
         width = 30
         filled = width * done // total if total else width
         end = "\n" if done >= total else ""
-        sys.stderr.write(f"\r{verb} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} items{end}")
+        sys.stderr.write(f"\r{verb} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {unit}{end}")
         sys.stderr.flush()
 
     return progress
@@ -1041,15 +1102,22 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_export,
         "copy a session to another Agents SDK backend",
         f"{PROG} export convo_123 --to sqlite:///chats.db\n"
-        f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123",
+        f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123\n"
+        f"{PROG} export --all --to postgresql://me@db.internal/chats",
     )
-    export.add_argument("id", help="session id")
+    export.add_argument("id", nargs="?", help="session id (or --all)")
+    export.add_argument(
+        "--all",
+        action="store_true",
+        help="every session in the folder, under its own id; re-run to resume (identical ones are skipped, "
+        "different ones reported, never overwritten)",
+    )
     export.add_argument(
         "--to",
         required=True,
         metavar="URL",
-        help="sqlite:///path.db, a SQLAlchemy URL (sqlite+aiosqlite:///x.db, postgresql+asyncpg://...) "
-        "or redis://host:port/db",
+        help="sqlite:///path.db, postgresql://user@host/db, another SQLAlchemy URL "
+        "(sqlite+aiosqlite:///x.db) or redis://host:port/db",
     )
     export.add_argument("--as", dest="as_id", metavar="OTHER_ID", help="session id there (default: the same)")
 
@@ -1058,10 +1126,16 @@ def build_parser() -> argparse.ArgumentParser:
         "import",
         cmd_import,
         "copy a session from another Agents SDK backend into a file",
-        f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy",
+        f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy\n"
+        f"{PROG} import redis://localhost:6379/0 --all",
     )
     imp.add_argument("url", metavar="URL", help="backend URL, as for export")
-    imp.add_argument("--id", required=True, metavar="SOURCE_ID", help="session id in that backend")
+    imp.add_argument("--id", metavar="SOURCE_ID", help="session id in that backend (or --all)")
+    imp.add_argument(
+        "--all",
+        action="store_true",
+        help="every session in that backend, under its own id; re-run to resume (as for export --all)",
+    )
     imp.add_argument("--as", dest="as_id", metavar="ID", help="session id here (default: the same)")
 
     textconv = _command(

@@ -14,9 +14,9 @@ from typing import Any
 from . import sidecars, storage
 from .errors import JSONLSessionError, SessionNotFoundError, SkippedSessionWarning
 from .lineage import new_lineage, read_lineage
-from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, fsync_directory
+from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout, fsync_directory
 from .naming import id_for
-from .session import DEFAULT_DIRECTORY, JSONLSession, check_lock_timeout
+from .session import DEFAULT_DIRECTORY, JSONLSession
 from .turns import split_turns
 
 
@@ -127,17 +127,17 @@ class SessionDirectory:
         has looked at yet.
         """
         handle = FileHandle(self.open(session_id).path)
-        fd = handle.acquire(write=True, create=False, timeout=self.lock_timeout)
-        if fd == MISSING:
-            return False
         try:
-            for kind in sidecars.KINDS:
-                sidecars.remove(sidecars.sidecar(handle.path, kind), durable=False)
-            os.unlink(handle.path)
-            if self.durable:
-                fsync_directory(self.directory)
+            with handle.locked(write=True, create=False, timeout=self.lock_timeout) as fd:
+                if fd == MISSING:
+                    return False
+                for kind in sidecars.KINDS:
+                    sidecars.remove(sidecars.sidecar(handle.path, kind), durable=False)
+                os.unlink(handle.path)
+                if self.durable:
+                    fsync_directory(self.directory)
         finally:
-            handle.release(invalidate=True)
+            handle.close()
         return True
 
     def fork(
@@ -194,13 +194,12 @@ class SessionDirectory:
 def _count(path: Path, lock_timeout: float) -> tuple[os.stat_result, int] | None:
     """The file's stat and item count, read under its shared lock; None if it is gone."""
     handle = FileHandle(path)
-    fd = handle.acquire(write=False, create=False, timeout=lock_timeout)
-    if fd == MISSING:
-        return None
     try:
-        return os.fstat(fd), storage.count_items(fd)
+        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                return None
+            return os.fstat(fd), storage.count_items(fd)
     finally:
-        handle.release()
         handle.close()
 
 

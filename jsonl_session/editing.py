@@ -69,22 +69,19 @@ class EditCopy:
         session = self.session
         codec.encode_items(items)  # refuse what cannot be stored before taking the lock
         handle = FileHandle(session.path, durable=session.durable)
-        fd = handle.acquire(write=True, create=False, timeout=session.lock_timeout)
-        if fd == MISSING:
-            self.keep = True
-            raise SessionFileError(
-                session.path, f"was deleted while you edited; your edit is kept in {self.path}"
-            )
-        replaced = False
         try:
-            current = storage.read_range(fd, 0, handle.size)
-            appended = self._appended(current)
-            storage.replace(
-                fd, session.path, codec.encode_items([*items, *appended]), durable=session.durable
-            )
-            replaced = True
+            with handle.locked(write=True, create=False, timeout=session.lock_timeout) as fd:
+                if fd == MISSING:
+                    self.keep = True
+                    raise SessionFileError(
+                        session.path, f"was deleted while you edited; your edit is kept in {self.path}"
+                    )
+                current = storage.read_range(fd, 0, handle.size)
+                appended = self._appended(current)
+                storage.replace(
+                    fd, session.path, codec.encode_items([*items, *appended]), durable=session.durable
+                )
         finally:
-            handle.release(invalidate=replaced)
             handle.close()
         return len(appended)
 
@@ -171,13 +168,12 @@ def _unanswered(items: list[Any]) -> dict[tuple[str, str], str]:
 def _snapshot(session: JSONLSession) -> bytes:
     """The session's bytes under a shared lock, without a torn tail (the next writer moves it aside)."""
     handle = FileHandle(session.path)
-    fd = handle.acquire(write=False, create=False, timeout=session.lock_timeout)
-    if fd == MISSING:
-        raise SessionFileError(session.path, "no such session")
     try:
-        data = storage.read_range(fd, 0, handle.size)
+        with handle.locked(write=False, create=False, timeout=session.lock_timeout) as fd:
+            if fd == MISSING:
+                raise SessionFileError(session.path, "no such session")
+            data = storage.read_range(fd, 0, handle.size)
     finally:
-        handle.release()
         handle.close()
     end = data.rfind(b"\n") + 1
     tail = data[end:]

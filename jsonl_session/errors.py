@@ -12,7 +12,8 @@
     │   ├── SessionNotFoundError (also FileNotFoundError) fork: no such source session
     │   └── SessionExistsError  (also FileExistsError) fork: the target already has items
     ├── ReadOnlySessionError    (also PermissionError) a write to a read-only test fixture
-    └── LockTimeout             (also TimeoutError) another process held the lock too long
+    ├── LockTimeout             (also TimeoutError) another process held the lock too long
+    └── LockReentryError        (also RuntimeError) this thread already holds the lock
 
     TornTailWarning (UserWarning): a crashed writer's partial line was moved to a sidecar file.
     SkippedSessionWarning (UserWarning): a folder listing skipped a session it could not read.
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidSessionId",
     "ItemNotStorableError",
     "JSONLSessionError",
+    "LockReentryError",
     "LockTimeout",
     "MalformedLineError",
     "OwnershipError",
@@ -145,6 +147,24 @@ class LockTimeout(JSONLSessionError, TimeoutError):
 
     def __reduce__(self) -> tuple[type, tuple[Path, float]]:
         return (type(self), (self.path, self.timeout))
+
+
+class LockReentryError(JSONLSessionError, RuntimeError):
+    """This thread already holds the session's lock, so waiting for it would deadlock.
+
+    Typically a call on the session inside its own ``rewrite()`` block: change ``draft.items``
+    there instead.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        super().__init__(
+            f"{self.path}: this thread already holds the session's lock (a call inside "
+            "session.rewrite()?); waiting for it would deadlock"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[Path]]:
+        return (type(self), (self.path,))
 
 
 class TornTailWarning(UserWarning):

@@ -1,7 +1,7 @@
 """Turns, lineage, usage and paused runs on a ``JSONLSession`` (mixed into the class).
 
 Kept apart from ``session`` so that the SDK protocol stays short to read; every method here
-goes through the same lock as the items (``self._lock``), and the files it touches are the
+goes through the same lock as the items (``self._locked``), and the files it touches are the
 sidecars described in ``sidecars``. Async methods run their blocking twin in a thread: a
 started write finishes even if the caller is cancelled.
 """
@@ -16,7 +16,7 @@ from . import runs, sidecars, storage
 from .codec import encode_items
 from .errors import SessionExistsError, SessionNotFoundError
 from .lineage import Lineage, read_lineage
-from .locking import MISSING, FileHandle
+from .locking import MISSING, FileHandle, Locked
 from .turns import Turn, last_turn, rewind, split_turns
 from .usage import model_of, new_record, result_counters, session_usage, since, turn_usage
 
@@ -32,7 +32,7 @@ class SessionFeatures:
     lock_timeout: float
     _handle: FileHandle
 
-    def _lock(self, *, write: bool, create: bool) -> int:  # pragma: no cover - JSONLSession's
+    def _locked(self, *, write: bool, create: bool) -> Locked:  # pragma: no cover - JSONLSession's
         raise NotImplementedError
 
     # -- turns -----------------------------------------------------------------------------
@@ -56,16 +56,13 @@ class SessionFeatures:
         """
         if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
             raise ValueError(f"turns must be a non-negative int, not {turns!r}")
-        fd = self._lock(write=True, create=False)
-        if fd == MISSING:
-            return []
-        try:
+        with self._locked(write=True, create=False) as fd:
+            if fd == MISSING:
+                return []
             removed = rewind(fd, self.path, turns, durable=self.durable)
             if removed:
                 runs.clear(self.path, durable=self.durable)
             return removed
-        finally:
-            self._handle.release()
 
     async def rewind(self, turns: int = 1) -> list[Any]:
         """The asynchronous equivalent of :meth:`rewind_sync`."""
@@ -92,10 +89,11 @@ class SessionFeatures:
             >>> session.record_usage_sync(result)["total_tokens"]          # doctest: +SKIP
             876
         """
-        fd = self._lock(write=True, create=False)
-        if fd == MISSING:
-            raise SessionNotFoundError(self.path, "no such session; record usage after a run that used it")
-        try:
+        with self._locked(write=True, create=False) as fd:
+            if fd == MISSING:
+                raise SessionNotFoundError(
+                    self.path, "no such session; record usage after a run that used it"
+                )
             turn_count, user_item = last_turn(fd, self.path, size=self._handle.size)
             total = result_counters(result)
             envelope = runs.read(self.path)
@@ -115,8 +113,6 @@ class SessionFeatures:
             elif envelope is not None:
                 runs.clear(self.path, durable=self.durable)
             return record
-        finally:
-            self._handle.release()
 
     async def record_usage(self, result: Any) -> dict[str, Any]:
         """The asynchronous equivalent of :meth:`record_usage_sync`."""
@@ -172,15 +168,12 @@ class SessionFeatures:
             ...     session.save_run_state_sync(result.to_state())
         """
         state = runs.as_state(state)
-        fd = self._lock(write=True, create=False)
-        if fd == MISSING:
-            raise SessionNotFoundError(self.path, "no such session; save the state of a run that used it")
-        try:
+        with self._locked(write=True, create=False) as fd:
+            if fd == MISSING:
+                raise SessionNotFoundError(self.path, "no such session; save the state of a run that used it")
             envelope = runs.read(self.path)
             recorded = envelope.get("recorded") if envelope is not None else None
             runs.write(self.path, state, recorded=recorded, durable=self.durable)
-        finally:
-            self._handle.release()
 
     async def save_run_state(self, state: Any) -> None:
         """The asynchronous equivalent of :meth:`save_run_state_sync`."""
@@ -211,12 +204,8 @@ class SessionFeatures:
 
     def clear_run_state_sync(self) -> bool:
         """Forget the paused run (under the lock); True if there was one."""
-        fd = self._lock(write=True, create=False)
-        try:
+        with self._locked(write=True, create=False):
             return runs.clear(self.path, durable=self.durable)
-        finally:
-            if fd != MISSING:
-                self._handle.release()
 
     async def clear_run_state(self) -> bool:
         """The asynchronous equivalent of :meth:`clear_run_state_sync`."""
@@ -238,24 +227,17 @@ class SessionFeatures:
             SessionExistsError: this session already has items (nothing is overwritten).
         """
         payload = encode_items(items)
-        fd = self._lock(write=True, create=True)
-        replaced = False
-        try:
+        with self._locked(write=True, create=True) as fd:
             if storage.read_items(fd, self.path, 1, size=self._handle.size):
                 raise SessionExistsError(self.path, "session already exists; not overwriting it")
+            self._handle.replaced()  # the next call opens the new file
             storage.replace(fd, self.path, payload, durable=self.durable)
-            replaced = True
             path = sidecars.sidecar(self.path, sidecars.LINEAGE)
             sidecars.write_json(path, lineage.to_json(), durable=self.durable)
-        finally:
-            self._handle.release(invalidate=replaced)
 
     def _all_items(self) -> list[Any]:
         """Every item, whatever limit the settings or ``turn_limit`` impose on ``get_items``."""
-        fd = self._lock(write=False, create=False)
-        if fd == MISSING:
-            return []
-        try:
+        with self._locked(write=False, create=False) as fd:
+            if fd == MISSING:
+                return []
             return storage.read_items(fd, self.path, size=self._handle.size)
-        finally:
-            self._handle.release()

@@ -114,13 +114,12 @@ def divergence(session_path: Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     source_path = session_path.with_name(filename_for(lineage.source))
     origin = f"forked from {lineage.source!r} at {lineage.items} items ({lineage.forked_at})"
     handle = FileHandle(source_path)
-    fd = handle.acquire(write=False, create=False, timeout=lock_timeout)
-    if fd == MISSING:
-        return f"{origin}; {lineage.source!r} no longer exists"
     try:
-        copied = storage.read_items(fd, source_path, size=handle.size)[: lineage.items]
+        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                return f"{origin}; {lineage.source!r} no longer exists"
+            copied = storage.read_items(fd, source_path, size=handle.size)[: lineage.items]
     finally:
-        handle.release()
         handle.close()
     if len(copied) < lineage.items:
         return f"{origin}; {lineage.source!r} now has {len(copied)} items"

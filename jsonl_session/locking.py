@@ -5,43 +5,109 @@ sessions (nothing for ``git add sessions/`` to pick up). Writers take it exclusi
 readers shared, so a reader never sees half of an ``add_items`` call or a ``pop_item``
 mid-truncation.
 
+Every operation that locks enters one context manager::
+
+    with handle.locked(write=True, create=True, timeout=10.0) as fd:   # fd, or MISSING
+        ...
+    async with handle.locked_async(write=False, create=False) as fd:   # the async twin
+        ...
+    with handle.try_locked(write=False, create=False) as fd:            # no wait: BUSY too
+        ...
+
 One descriptor is kept open per session object and process: reopening costs more than the
 append itself. Keeping it raises two races, both handled after the lock is taken:
 
 * an editor or ``git checkout`` may have replaced the file (renamed a new inode over the
   path), or someone deleted it: the path then names another inode, or none, so we drop
-  ours and open the path again.
-  Our own atomic rewrites rely on the same check to hand waiting processes the new file;
-* ``flock`` locks belong to the open file description, which threads (and a forked child)
-  share, so a ``threading.Lock`` serialises the threads of one process, and a child
-  process opens its own descriptor.
+  ours and open the path again. Our own atomic rewrites call :meth:`FileHandle.replaced`
+  inside the block so the next operation reopens too;
+* ``flock`` locks belong to the open file description, which threads share, so the
+  handle also records which operation holds it (a token), and other threads and tasks of
+  the process wait for that token to clear.
+
+**Signals.** A signal handler may raise (``KeyboardInterrupt``) between any two bytecodes.
+The token and the ``flock`` change together inside ``with self._state`` (an ``RLock``, whose
+C ``__enter__``/``__exit__`` leave no gap), and each step that can raise undoes what it did.
+The one gap Python leaves is the first instruction of a context manager's ``__exit__``: an
+exception there skips it, so a weak reference to the lock object releases the lock when that
+object is freed, which CPython does as soon as the exception is handled
+(``tests/test_lock_signals.py``). No ``__del__`` runs on the normal path, where a signal's
+exception would be swallowed.
+
+**Fork.** ``flock`` locks are shared with a forked child through the inherited descriptor, so
+an idle child would keep a dead writer's lock alive. Every :class:`FileHandle` is registered
+with :func:`close_in_forked_child`, and right after ``fork`` the child closes its copies (it
+reopens on its next use). Other objects holding session descriptors (the watchers) register
+themselves the same way: anything with an ``after_fork_in_child()`` method.
+
+Example:
+    >>> handle = FileHandle(Path("sessions/convo_123.jsonl"))        # doctest: +SKIP
+    >>> with handle.locked(write=False, create=False) as fd:         # doctest: +SKIP
+    ...     data = b"" if fd == MISSING else os.pread(fd, handle.size, 0)
 """
 
 from __future__ import annotations
 
-import asyncio
-import errno
 import fcntl
+import functools
+import itertools
 import os
-import stat
 import threading
 import time
-from collections.abc import Iterator
+import weakref
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
 
 import filelock
 
-from .errors import LockTimeout, UnsafePathError
+from .errors import LockReentryError, LockTimeout
+from .files import MISSING, fsync_directory, make_private_directories, open_file
 
-_OPEN_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # NONBLOCK: never hang on a FIFO
-_WRITE_FLAGS = _OPEN_FLAGS | os.O_RDWR | os.O_APPEND
-_READ_FLAGS = _OPEN_FLAGS | os.O_RDONLY
-# Polling backoff while another process holds the lock: first retry after 0.2 ms (an
-# append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
+__all__ = [
+    "BUSY",
+    "DEFAULT_LOCK_TIMEOUT",
+    "MISSING",
+    "AsyncLocked",
+    "FileHandle",
+    "Locked",
+    "backoff_delays",
+    "check_lock_timeout",
+    "close_in_forked_child",
+    "fsync_directory",
+    "make_private_directories",
+]
+
+T = TypeVar("T")
+
 DEFAULT_LOCK_TIMEOUT = 10.0
 """Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
+
+BUSY = -1
+"""Yielded by :meth:`FileHandle.try_locked` when the lock is held elsewhere (nothing is held then)."""
+
+# Polling backoff while another process holds the lock: first retry after 0.2 ms (an
+# append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
 _FIRST_DELAY = 0.0002
 _MAX_DELAY = 0.005
+
+_tokens = itertools.count(1)
+
+
+def check_lock_timeout(value: Any) -> float:
+    """A lock wait must be bounded: refuse None, negatives, NaN and non-numbers up front.
+
+    Example:
+        >>> check_lock_timeout(2)
+        2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(
+            f"lock_timeout must be a number of seconds >= 0, not {value!r} "
+            "(waiting forever for another process is never the default)"
+        )
+    return float(value)
 
 
 def backoff_delays() -> Iterator[float]:
@@ -52,23 +118,49 @@ def backoff_delays() -> Iterator[float]:
         delay = min(delay * 2, _MAX_DELAY)
 
 
-BUSY = -1
-"""Returned by :meth:`FileHandle.try_acquire` when the lock is held elsewhere."""
+class ForkAware(Protocol):
+    """What :func:`close_in_forked_child` needs: a method run in the child right after ``fork``."""
 
-# Bumped in every forked child, so handles notice they were inherited (cheaper than getpid()).
-_fork_generation = 0
+    def after_fork_in_child(self) -> None: ...
+
+
+_fork_aware: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def close_in_forked_child(owner: ForkAware) -> None:
+    """Call ``owner.after_fork_in_child()`` in every child forked while ``owner`` lives.
+
+    The method should close (never unlock) the descriptors the child inherited, so that an
+    idle child holds no lock. Only a weak reference is kept.
+
+    Example:
+        >>> class Tail:
+        ...     def after_fork_in_child(self) -> None: ...  # os.close() inherited descriptors
+        >>> close_in_forked_child(Tail())
+    """
+    _fork_aware.add(owner)
 
 
 def _after_fork_in_child() -> None:
-    global _fork_generation
-    _fork_generation += 1
+    for owner in list(_fork_aware):
+        owner.after_fork_in_child()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class FileHandle:
-    """The cached descriptor of one session file, and the lock protocol around it."""
+    """The cached descriptor of one session file, and the lock protocol around it.
+
+    Args:
+        path: The session file.
+        durable: fsync the folder when the file is created.
+
+    Example:
+        >>> handle = FileHandle(Path("sessions/convo_123.jsonl"))      # doctest: +SKIP
+        >>> with handle.locked(write=True, create=True) as fd:         # doctest: +SKIP
+        ...     os.write(fd, b'{"role":"user","content":"Hi"}\\n')
+    """
 
     def __init__(self, path: Path, *, durable: bool = True) -> None:
         self.path = path
@@ -77,75 +169,189 @@ class FileHandle:
         self._writable = False
         self._identity = (0, 0)
         self.size = 0
-        """The file's size, read under the lock by the last successful acquire."""
-        self._generation = _fork_generation
-        self._mutex = threading.Lock()
-        self._owner = 0  # thread holding the mutex, to refuse a same-thread deadlock
+        """The file's size, read under the lock by the last successful lock."""
+        self._state = threading.RLock()  # guards the fields below; held for microseconds
+        self._holder = 0  # token of the Locked/AsyncLocked holding the lock, 0 when free
+        self._holder_thread = 0  # to refuse a same-thread deadlock
+        self._reopen = False  # drop the descriptor on release (the file was replaced)
+        self._abandoned: weakref.ref[object] | None = None  # see _try_lock
+        self._legacy: Locked | None = None
+        close_in_forked_child(self)
+
+    def locked(self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Locked:
+        """Hold the lock for a ``with`` block, waiting up to ``timeout`` seconds for it.
+
+        The block gets the locked descriptor, or ``MISSING`` (nothing held) when the file
+        does not exist and ``create`` is false.
+
+        Raises:
+            LockTimeout: another process or thread kept it longer than ``timeout``.
+            LockReentryError: this thread already holds it (a call inside ``rewrite()``).
+
+        Example:
+            >>> with handle.locked(write=False, create=False) as fd:   # doctest: +SKIP
+            ...     items = storage.read_items(fd, handle.path)
+        """
+        return Locked(self, write, create, check_lock_timeout(timeout))
+
+    def try_locked(self, *, write: bool, create: bool) -> Locked:
+        """Like :meth:`locked`, but never wait: the block gets ``BUSY`` when the lock is held elsewhere.
+
+        Example:
+            >>> with handle.try_locked(write=False, create=False) as fd:   # doctest: +SKIP
+            ...     if fd == BUSY: ...  # try again later
+        """
+        return Locked(self, write, create, None)
+
+    def locked_async(
+        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT
+    ) -> AsyncLocked:
+        """The asynchronous equivalent of :meth:`locked`: ``async with``, waiting with ``asyncio.sleep``.
+
+        Entering always lets other tasks run once; the first attempt at the lock is inline,
+        so the uncontended path costs no thread hand-off. See :meth:`AsyncLocked.finish_in_thread`
+        for work that must not run on the loop.
+
+        Example:
+            >>> async with handle.locked_async(write=False, create=False) as fd:  # doctest: +SKIP
+            ...     items = storage.read_items(fd, handle.path, 20)
+        """
+        return AsyncLocked(self, write, create, check_lock_timeout(timeout))
+
+    def replaced(self) -> None:
+        """Inside a locked block: the file was replaced or deleted, reopen it next time."""
+        self._reopen = True
+
+    def close(self) -> None:
+        """Close the cached descriptor (it is reopened if the handle is used again).
+
+        Inside a locked block the descriptor is closed when the block ends.
+        """
+        with self._state:
+            if self._holder:
+                self._reopen = True
+            else:
+                self._drop()
+
+    def after_fork_in_child(self) -> None:
+        """Close the descriptor a forked child inherited, and forget the parent's lock state.
+
+        Never unlock it: the parent shares its open file description and lock. The
+        parent's threads do not exist here, so the state lock starts fresh.
+        """
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._state = threading.RLock()
+        self._holder = self._holder_thread = 0
+        self._reopen = False
+        self._abandoned = None
+        self._legacy = None
+
+    # -- the hand-written protocol, kept for callers not yet on locked() --------------------
 
     def try_acquire(self, *, write: bool, create: bool) -> int:
-        """Lock the file without waiting.
-
-        Returns:
-            The locked descriptor (call :meth:`release` when done), ``BUSY`` when another
-            thread or process holds a conflicting lock, or ``MISSING`` when the file does
-            not exist and ``create`` is false (nothing is held then).
-        """
-        if self._generation != _fork_generation:
-            self._forget_after_fork()
-        if not self._mutex.acquire(blocking=False):
-            return BUSY
-        locked_fd = None
-        try:
-            for _ in range(100):  # each retry means the file was replaced under us: rare
-                fd = self._descriptor(write=write, create=create)
-                if fd == MISSING or not _lock_nonblocking(fd, write=write):
-                    self._mutex.release()
-                    return BUSY if fd != MISSING else MISSING
-                locked_fd = fd
-                if self._still_current(fd):
-                    self._owner = threading.get_ident()
-                    return fd
-                _unlock(fd)
-                locked_fd = None
-                self._drop()
-            self._mutex.release()
-            return BUSY
-        except BaseException:
-            # Never leave the file locked (or the mutex held) behind an error: other
-            # processes would wait for a lock nobody is going to release.
-            if locked_fd is not None:
-                _unlock(locked_fd)
-            self._mutex.release()
-            raise
+        """Deprecated: use :meth:`try_locked`. Returns the fd, ``BUSY`` or ``MISSING``."""
+        return self._enter_legacy(Locked(self, write, create, None))
 
     def acquire(self, *, write: bool, create: bool, timeout: float) -> int:
-        """Like :meth:`try_acquire`, but wait up to ``timeout`` seconds; raises :class:`LockTimeout`."""
-        fd = self.try_acquire(write=write, create=create)
-        if fd != BUSY:
+        """Deprecated: use :meth:`locked`. Call :meth:`release` when done."""
+        return self._enter_legacy(Locked(self, write, create, check_lock_timeout(timeout)))
+
+    def release(self, *, invalidate: bool = False) -> None:
+        """Deprecated: the end of a :meth:`try_acquire` or :meth:`acquire`."""
+        lock, self._legacy = self._legacy, None
+        if invalidate:
+            self._reopen = True
+        if lock is not None:
+            lock.__exit__(None, None, None)
+
+    def _enter_legacy(self, lock: Locked) -> int:
+        fd = lock.__enter__()
+        if fd >= 0:
+            self._legacy = lock
+        return fd
+
+    # -- the protocol: every change of state happens under self._state ---------------------
+
+    def _try_lock(self, owner: object, token: int, write: bool, create: bool, thread: int) -> int:
+        """Take the lock for ``owner`` (a lock block) without waiting: the fd, ``BUSY`` or ``MISSING``."""
+        with self._state:
+            if self._holder:
+                return BUSY
+            # If ``owner`` is dropped still holding the lock (a signal handler raised before
+            # its __exit__'s first line), this releases it. Normally the release drops the
+            # reference first and the callback never runs.
+            abandoned = weakref.ref(owner, functools.partial(self._release, token))
+            try:
+                for _ in range(100):  # each retry means the file was replaced under us: rare
+                    fd = self._descriptor(write=write, create=create)
+                    if fd == MISSING:
+                        return MISSING
+                    if not _lock_nonblocking(fd, write=write):
+                        return BUSY
+                    if self._still_current(fd):
+                        # No call between these two lines and the return, so no signal
+                        # handler can run in between.
+                        self._holder, self._holder_thread, self._abandoned = token, thread, abandoned
+                        return fd
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    self._drop()
+                return BUSY
+            except BaseException:
+                # An error, or a signal handler's exception after flock() succeeded: never
+                # leave the file locked for a lock nobody in this process holds.
+                if self._holder != token and self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                raise
+
+    def _release(self, token: int, _: object = None) -> None:
+        """Unlock if ``token`` still holds the lock (calling it twice is harmless)."""
+        with self._state:
+            if self._holder != token:
+                return
+            self._holder = self._holder_thread = 0
+            self._abandoned = None
+            try:
+                if self._fd is not None:
+                    # Unlock explicitly even when closing: a forked child may share the open
+                    # file description until it exits (tests/reliability/test_crash_loop.py).
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                if self._reopen:
+                    self._reopen = False
+                    self._drop()
+
+    def _lock_waiting(
+        self, owner: object, token: int, write: bool, create: bool, timeout: float | None
+    ) -> int:
+        thread = threading.get_ident()
+        fd = self._try_lock(owner, token, write, create, thread)
+        if fd != BUSY or timeout is None:
             return fd
-        if self._mutex.locked() and self._owner == threading.get_ident():
-            raise RuntimeError(
-                f"{self.path}: this thread already holds the session's lock (a call inside "
-                "session.rewrite()?); waiting for it would deadlock"
-            )
+        if self._holder and self._holder_thread == thread:
+            raise LockReentryError(self.path)
         deadline = time.monotonic() + timeout
         for delay in backoff_delays():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             time.sleep(min(delay, remaining))
-            fd = self.try_acquire(write=write, create=create)
+            fd = self._try_lock(owner, token, write, create, thread)
             if fd != BUSY:
                 return fd
         raise LockTimeout(self.path, timeout)
 
-    async def acquire_async(self, *, write: bool, create: bool, timeout: float) -> int:
-        """The asynchronous equivalent of :meth:`acquire`: waits with ``asyncio.sleep``.
+    async def _lock_polling(
+        self, owner: object, token: int, write: bool, create: bool, timeout: float
+    ) -> int:
+        import asyncio  # here, not at import time: the CLI starts without asyncio
 
-        The first attempt is inline, so the uncontended path costs no thread hand-off and
-        no extra turn of the loop; the loop never blocks while another process holds the lock.
-        """
-        fd = self.try_acquire(write=write, create=create)
+        thread = threading.get_ident()
+        fd = self._try_lock(owner, token, write, create, thread)
         if fd != BUSY:
             return fd
         deadline = time.monotonic() + timeout
@@ -154,37 +360,22 @@ class FileHandle:
             if remaining <= 0:
                 break
             await asyncio.sleep(min(delay, remaining))
-            fd = self.try_acquire(write=write, create=create)
+            fd = self._try_lock(owner, token, write, create, thread)
             if fd != BUSY:
                 return fd
         raise LockTimeout(self.path, timeout)
 
-    def release(self, *, invalidate: bool = False) -> None:
-        """Unlock. ``invalidate`` after replacing or deleting the file: the next call reopens."""
-        try:
-            if self._fd is not None:
-                # Unlock explicitly even when closing: a forked child shares the open file
-                # description, and with it the lock, until it exits; holders of the old
-                # inode would wait for it (tests/reliability/test_crash_loop.py).
-                _unlock(self._fd)
-                if invalidate:
-                    self._drop()
-        finally:
-            self._owner = 0
-            self._mutex.release()
-
-    def close(self) -> None:
-        """Close the cached descriptor (it is reopened if the handle is used again)."""
-        if self._generation != _fork_generation:
-            self._forget_after_fork()
-        with self._mutex:
-            self._drop()
+    def _open_ahead(self, write: bool) -> None:
+        """Open (and create) the file now, in a worker thread: creating fsyncs the folder."""
+        with self._state:
+            if not self._holder:
+                self._descriptor(write=write, create=True)
 
     def _descriptor(self, *, write: bool, create: bool) -> int:
         if self._fd is not None and (self._writable or not write):
             return self._fd
         self._drop()
-        fd, writable = _open(self.path, write=write, create=create, durable=self.durable)
+        fd, writable = open_file(self.path, write=write, create=create, durable=self.durable)
         if fd != MISSING:
             held = os.fstat(fd)
             self._fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
@@ -208,111 +399,117 @@ class FileHandle:
             fd, self._fd = self._fd, None
             os.close(fd)
 
-    def _forget_after_fork(self) -> None:
-        # The inherited descriptor shares its open file description, and so its lock, with
-        # the parent: never unlock it, but close our copy so that, should the parent die,
-        # this child does not keep a lock alive. The parent's threads, and with them any
-        # holder of the mutex, do not exist here: start with a fresh one.
+    def __del__(self) -> None:
         if self._fd is not None:
             try:
                 os.close(self._fd)
             except OSError:
                 pass
-        self._fd = None
-        self._mutex = threading.Lock()
-        self._owner = 0
-        self._generation = _fork_generation
-
-    def __del__(self) -> None:
-        if self._fd is not None and self._generation == _fork_generation:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
 
 
-MISSING = -2
-"""Returned by :meth:`FileHandle.try_acquire` when the file does not exist and ``create`` is false."""
+class Locked:
+    """The ``with`` block of :meth:`FileHandle.locked` and :meth:`FileHandle.try_locked`.
 
-
-def fsync_directory(directory: Path) -> None:
-    """Make a file's creation, rename or removal durable (its directory entry lives here)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _open(path: Path, *, write: bool, create: bool, durable: bool) -> tuple[int, bool]:
-    """Open for reading and writing if we may (read-only files still read); create if asked."""
-    try:
-        try:
-            fd, writable = os.open(path, _WRITE_FLAGS), True
-        except OSError as exc:
-            # A read-only file, folder or file system still reads.
-            if write or exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-                raise
-            fd, writable = os.open(path, _READ_FLAGS), False
-    except FileNotFoundError:
-        if not create:
-            return MISSING, False
-        fd = _create(path, durable=durable)
-        if fd == MISSING:  # someone else created it first: open theirs
-            return _open(path, write=write, create=create, durable=durable)
-        writable = True
-    except OSError as exc:
-        raise _explain_open_error(path, exc) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafePathError(path, "is not a regular file; refusing to use it as a session")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, writable
-
-
-def _create(path: Path, *, durable: bool) -> int:
-    """Create the file owner-only (and its directory, 0700), or return MISSING if it now exists."""
-    directory = path.parent
-    if not directory.is_dir():
-        make_private_directories(directory, durable=durable)
-    try:
-        fd = os.open(path, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return MISSING
-    except OSError as exc:
-        raise _explain_open_error(path, exc) from None
-    if durable:
-        fsync_directory(directory)
-    return fd
-
-
-def make_private_directories(directory: Path, *, durable: bool) -> None:
-    """Create ``directory`` and any missing parents, each 0700, and make their entries durable.
-
-    ``os.makedirs(mode=...)`` applies the mode to the last folder only.
+    Example:
+        >>> with handle.locked(write=True, create=False) as fd:   # doctest: +SKIP
+        ...     if fd != MISSING: os.ftruncate(fd, 0)
     """
-    missing = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for folder in reversed(missing):
+
+    __slots__ = ("__weakref__", "_create", "_handle", "_timeout", "_token", "_write")
+
+    def __init__(self, handle: FileHandle, write: bool, create: bool, timeout: float | None) -> None:
+        self._handle = handle
+        self._token = 0
+        self._write, self._create, self._timeout = write, create, timeout
+        self._token = next(_tokens)
+
+    def __enter__(self) -> int:
+        handle = self._handle
         try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            continue  # another process made it first
-        if durable:
-            fsync_directory(folder.parent)
+            return handle._lock_waiting(self, self._token, self._write, self._create, self._timeout)
+        except BaseException:
+            handle._release(self._token)  # a signal handler raised after the lock was taken
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._handle._release(self._token)
 
 
-def _explain_open_error(path: Path, exc: OSError) -> Exception:
-    if exc.errno == errno.ELOOP:
-        return UnsafePathError(path, "is a symlink; refusing to follow it out of the sessions folder")
-    return exc
+class AsyncLocked:
+    """The ``async with`` block of :meth:`FileHandle.locked_async`.
+
+    Example:
+        >>> lock = handle.locked_async(write=True, create=True)          # doctest: +SKIP
+        >>> async with lock as fd:                                       # doctest: +SKIP
+        ...     os.write(fd, payload)
+        ...     await lock.finish_in_thread(os.fdatasync, fd)  # unlocks in the thread
+    """
+
+    __slots__ = ("__weakref__", "_create", "_handed_off", "_handle", "_timeout", "_token", "_write")
+
+    def __init__(self, handle: FileHandle, write: bool, create: bool, timeout: float) -> None:
+        self._handle = handle
+        self._token = 0
+        self._write, self._create, self._timeout = write, create, timeout
+        self._handed_off = False
+        self._token = next(_tokens)
+
+    async def __aenter__(self) -> int:
+        import asyncio
+
+        await asyncio.sleep(0)  # every async call lets the other tasks run at least once
+        handle = self._handle
+        if self._create and handle._fd is None and handle.durable:
+            await asyncio.to_thread(handle._open_ahead, self._write)
+        try:
+            return await handle._lock_polling(self, self._token, self._write, self._create, self._timeout)
+        except BaseException:
+            handle._release(self._token)  # cancelled, or a signal, after the lock was taken
+            raise
+
+    def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> Awaitable[None]:
+        # A plain method that releases at once and returns a finished awaitable: a coroutine
+        # would hold this object, and one created but never awaited (a signal in between)
+        # can be kept alive by whoever records its RuntimeWarning.
+        if not self._handed_off:
+            self._handle._release(self._token)
+        return _DONE
+
+    async def finish_in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.
+
+        The caller's wait is shielded: if it is cancelled, the work still completes and the
+        lock is released by the worker, never left half-done or held.
+        """
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        self._handed_off = True
+        self._handle._holder_thread = 0  # the worker owns it now; this thread may wait for it
+        future = loop.run_in_executor(None, self._finish, function, args)
+        return await asyncio.shield(future)
+
+    def _finish(self, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+        try:
+            return function(*args)
+        finally:
+            self._handle._release(self._token)
+
+
+class _Done:
+    """An awaitable that is already finished."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield from ()
+
+
+_DONE = _Done()
 
 
 def _lock_nonblocking(fd: int, *, write: bool) -> bool:
@@ -324,7 +521,3 @@ def _lock_nonblocking(fd: int, *, write: bool) -> bool:
     except BlockingIOError:
         return False
     return True
-
-
-def _unlock(fd: int) -> None:
-    fcntl.flock(fd, fcntl.LOCK_UN)

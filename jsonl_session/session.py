@@ -6,10 +6,13 @@ replaced by an editor or ``git checkout`` is seen by the next call, and one obje
 shared by threads that each run their own event loop (``Runner.run_sync``): no loop-bound
 state is created in ``__init__``.
 
-The async methods try the lock inline first; only when another process holds it do they
-wait, with ``asyncio.sleep``, so the loop never blocks. Once the lock is held the work is
-done synchronously with no ``await`` in between, so a cancelled caller can never leave a
-write half-done.
+The async methods never hold the event loop for more than about a millisecond of file
+work: they yield once, try the lock inline (and only when someone else holds it wait with
+``asyncio.sleep``), do cheap work inline (an append's ``write``, a ``limit`` read of a few
+items, anything on a file of a few tens of KB) and hand the rest to a worker thread: every
+``fdatasync``, full reads, pops and clears of durable sessions. The worker releases the lock
+when it is done, and the caller's wait is shielded, so a cancelled caller never leaves a
+write half-done or the lock held (``AsyncLocked.finish_in_thread``).
 """
 
 from __future__ import annotations
@@ -21,18 +24,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import storage
+from . import compaction, storage
 from .codec import encode_items, identical
 from .features import SessionFeatures
-from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
+from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
 from .naming import TORN_SUFFIX, filename_for
-from .settings import coerce_settings
+from .settings import as_sdk_settings, coerce_settings
 from .turns import newest_turns
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
 
 DEFAULT_DIRECTORY = "sessions"
+
+__all__ = ["DEFAULT_DIRECTORY", "Draft", "JSONLSession", "check_lock_timeout"]
+
+# Inline on the loop below these sizes (parsing ~64 KB of JSONL takes well under 1 ms); a
+# ``limit`` read costs about limit x line size, so a few dozen items stay inline too.
+_INLINE_FILE_BYTES = 64 * 1024
+_INLINE_LIMIT = 100
+_INLINE_PAYLOAD_BYTES = 256 * 1024
 
 
 class JSONLSession(SessionFeatures):
@@ -43,7 +54,8 @@ class JSONLSession(SessionFeatures):
             ``-`` are the file name; others are percent-encoded (see ``naming``).
         directory: Folder of session files, created (0700) on first write.
         session_settings: The SDK's ``SessionSettings`` or a dict such as ``{"limit": 50}``;
-            its ``limit`` applies when ``get_items()`` is called without one.
+            its ``limit`` applies when ``get_items()`` is called without one. Read back, it is
+            the SDK's ``SessionSettings`` whenever ``agents`` is imported.
         durable: fsync every write (default). ``False`` trades crash-safety for speed,
             e.g. in bulk imports: a power loss may then lose the newest writes.
         lock_timeout: Seconds to wait for another process's lock before raising
@@ -74,6 +86,7 @@ class JSONLSession(SessionFeatures):
         self.session_id = session_id
         self.directory = Path(directory)
         self.path = self.directory / filename_for(session_id)
+        self._session_settings: Any = None
         self.session_settings = session_settings
         self.durable = durable
         self.lock_timeout = lock_timeout
@@ -96,8 +109,14 @@ class JSONLSession(SessionFeatures):
 
     @property
     def session_settings(self) -> Any:
-        """An object with ``.limit`` and ``.resolve()`` (ours, or the SDK's if you passed one)."""
-        return self._session_settings
+        """The SDK's ``SessionSettings`` once ``agents`` is imported; ours before (see ``settings``).
+
+        The conversion happens on read, so a session made before ``import agents`` still hands
+        the SDK its own type (``EncryptedSession`` and the Runner accept nothing else).
+        """
+        settings = as_sdk_settings(self._session_settings)
+        self._session_settings = settings  # converted once: the same object on every read
+        return settings
 
     @session_settings.setter
     def session_settings(self, value: Any) -> None:
@@ -117,26 +136,57 @@ class JSONLSession(SessionFeatures):
         """The newest ``limit`` items, oldest first; all when ``limit`` and the settings' limit are None.
 
         Without an item limit, ``turn_limit`` (if set) returns the newest whole turns instead.
-        Costs time and memory proportional to what is returned, not to the file's size.
+        Costs time and memory proportional to what is returned, not to the file's size. Large
+        reads run in a worker thread, so the event loop keeps serving other tasks.
         """
         limit = self._resolve_limit(limit)
         if limit == 0:
+            await _yield_once()
             return []
-        return self._read(await self._lock_async(write=False, create=False), limit)
+        lock = self._locked_async(write=False, create=False)
+        async with lock as fd:
+            if fd == MISSING:
+                return []
+            if self._handle.size <= _INLINE_FILE_BYTES or (limit is not None and limit <= _INLINE_LIMIT):
+                return self._read(fd, limit)
+            return await lock.finish_in_thread(self._read, fd, limit)
 
     async def add_items(self, items: Iterable[Any]) -> None:
-        """Append items, one line each, in a single write: readers see all of them or none."""
+        """Append items, one line each, in a single write: readers see all of them or none.
+
+        The ``write`` is done on the loop (it is cheap); the ``fdatasync`` in a worker
+        thread, which then unlocks. Once the write has started, cancelling the caller
+        does not stop it.
+        """
         payload = encode_items(items)  # refuse bad items before touching the file
-        if payload:
-            self._append(await self._lock_async(write=True, create=True), payload)
+        if not payload:
+            return await _yield_once()
+        lock = self._locked_async(write=True, create=True)
+        async with lock as fd:
+            size = self._handle.size
+            if len(payload) > _INLINE_PAYLOAD_BYTES or not storage.ends_cleanly(fd, size):
+                # Big payloads, and torn tails to move aside first (fsyncs a sidecar).
+                await lock.finish_in_thread(self._append, fd, payload, size)
+            else:
+                storage.write_at_end(fd, payload, size, durable=False)
+                if self.durable:
+                    await lock.finish_in_thread(storage.sync_or_undo, fd, size)
 
     async def pop_item(self) -> Any:
         """Remove and return the newest item (None when empty) by truncating its line."""
-        return self._pop(await self._lock_async(write=True, create=False))
+        lock = self._locked_async(write=True, create=False)
+        async with lock as fd:
+            if fd == MISSING or not self.durable:
+                return self._pop(fd)
+            return await lock.finish_in_thread(self._pop, fd)
 
     async def clear_session(self) -> None:
         """Remove every item. The file stays, empty, so followers and git see the clear."""
-        self._clear(await self._lock_async(write=True, create=False))
+        lock = self._locked_async(write=True, create=False)
+        async with lock as fd:
+            if fd == MISSING or not self.durable:
+                return self._clear(fd)
+            return await lock.finish_in_thread(self._clear, fd)
 
     # -- the same, for scripts, threads and test fixtures ------------------------------
 
@@ -145,21 +195,25 @@ class JSONLSession(SessionFeatures):
         limit = self._resolve_limit(limit)
         if limit == 0:
             return []
-        return self._read(self._lock(write=False, create=False), limit)
+        with self._locked(write=False, create=False) as fd:
+            return self._read(fd, limit)
 
     def add_items_sync(self, items: Iterable[Any]) -> None:
         """Blocking twin of :meth:`add_items`."""
         payload = encode_items(items)
         if payload:
-            self._append(self._lock(write=True, create=True), payload)
+            with self._locked(write=True, create=True) as fd:
+                self._append(fd, payload, self._handle.size)
 
     def pop_item_sync(self) -> Any:
         """Blocking twin of :meth:`pop_item`."""
-        return self._pop(self._lock(write=True, create=False))
+        with self._locked(write=True, create=False) as fd:
+            return self._pop(fd)
 
     def clear_session_sync(self) -> None:
         """Blocking twin of :meth:`clear_session`."""
-        self._clear(self._lock(write=True, create=False))
+        with self._locked(write=True, create=False) as fd:
+            self._clear(fd)
 
     def count_items_sync(self) -> int:
         """How many items the session holds, counted by streaming the file: memory stays flat.
@@ -171,13 +225,10 @@ class JSONLSession(SessionFeatures):
             >>> session.count_items_sync()                        # doctest: +SKIP
             42
         """
-        fd = self._lock(write=False, create=False)
-        if fd == MISSING:
-            return 0
-        try:
+        with self._locked(write=False, create=False) as fd:
+            if fd == MISSING:
+                return 0
             return storage.count_items(fd)
-        finally:
-            self._handle.release()
 
     # -- deliberate edits ----------------------------------------------------------------
 
@@ -192,9 +243,7 @@ class JSONLSession(SessionFeatures):
             >>> with session.rewrite() as draft:                  # doctest: +SKIP
             ...     draft.items = [i for i in draft.items if i.get("role") != "system"]
         """
-        fd = self._lock(write=True, create=True)
-        replaced = False
-        try:
+        with self._locked(write=True, create=True) as fd:
             original = storage.read_items(fd, self.path)
             # Parsing again is the copy that in-place edits may change: cheaper than
             # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
@@ -209,34 +258,36 @@ class JSONLSession(SessionFeatures):
                 raise
             if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
                 self._replace_locked(fd, payload)
-                replaced = True
-        finally:
-            self._handle.release(invalidate=replaced)
 
     def replace_items_sync(self, items: Iterable[Any]) -> None:
         """Atomically replace the whole history with ``items`` (one rename, under the lock)."""
         payload = encode_items(items)
-        fd = self._lock(write=True, create=True)
-        try:
+        with self._locked(write=True, create=True) as fd:
             self._replace_locked(fd, payload)
-        finally:
-            self._handle.release(invalidate=True)
 
     def _replace_locked(self, fd: int, payload: bytes) -> None:
         # A crashed writer's partial line is not an item, so it is not in `payload`: save it
         # to the sidecar first rather than let the rename throw it away.
+        self._handle.replaced()  # the next call opens the new file
         storage.repair_tail(fd, self.path, durable=self.durable)
         storage.replace(fd, self.path, payload, durable=self.durable)
 
     def repair_sync(self) -> bytes | None:
         """Move a torn last line to :attr:`sidecar_path` now; return the bytes moved, if any."""
-        fd = self._lock(write=True, create=False)
-        if fd == MISSING:
-            return None
-        try:
+        with self._locked(write=True, create=False) as fd:
+            if fd == MISSING:
+                return None
             return storage.repair_tail(fd, self.path, durable=self.durable)
-        finally:
-            self._handle.release()
+
+    # -- hooks the SDK's compaction wrapper looks for (see ``compaction``) ------------------
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        """Replace the whole history in one rename (the SDK would otherwise clear, then add)."""
+        return await compaction.atomic_replace(self, items)
+
+    async def _get_compaction_snapshot(self, limit: int, *, prune_prefix: Any = None) -> Any:
+        """The newest ``limit`` items and a ``replace_suffix`` that swaps them in one rename."""
+        return await compaction.snapshot(self, limit, prune_prefix)
 
     # -- following a live conversation (see ``watch``) -------------------------------------
 
@@ -268,53 +319,39 @@ class JSONLSession(SessionFeatures):
             raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
         return limit
 
-    def _lock(self, *, write: bool, create: bool) -> int:
-        return self._handle.acquire(write=write, create=create, timeout=self.lock_timeout)
+    def _locked(self, *, write: bool, create: bool) -> Locked:
+        return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
 
-    async def _lock_async(self, *, write: bool, create: bool) -> int:
-        return await self._handle.acquire_async(write=write, create=create, timeout=self.lock_timeout)
+    def _locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
+        return self._handle.locked_async(write=write, create=create, timeout=self._lock_timeout)
+
+    # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).
 
     def _read(self, fd: int, limit: int | None) -> list[Any]:
         if fd == MISSING:
             return []
-        try:
-            if limit is None and self.turn_limit is not None:
-                return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
-            return storage.read_items(fd, self.path, limit, size=self._handle.size)
-        finally:
-            self._handle.release()
+        if limit is None and self.turn_limit is not None:
+            return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
+        return storage.read_items(fd, self.path, limit, size=self._handle.size)
 
-    def _append(self, fd: int, payload: bytes) -> None:
-        try:
-            storage.append(fd, self.path, payload, durable=self.durable, size=self._handle.size)
-        finally:
-            self._handle.release()
+    def _append(self, fd: int, payload: bytes, size: int) -> None:
+        storage.append(fd, self.path, payload, durable=self.durable, size=size)
 
     def _pop(self, fd: int) -> Any:
         if fd == MISSING:
             return None
-        try:
-            return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
-        finally:
-            self._handle.release()
+        return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
 
     def _clear(self, fd: int) -> None:
-        if fd == MISSING:
-            return
-        try:
+        if fd != MISSING:
             storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
-        finally:
-            self._handle.release()
 
 
-def check_lock_timeout(value: Any) -> float:
-    """A lock wait must be bounded: refuse None, negatives, NaN and non-numbers up front."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(
-            f"lock_timeout must be a number of seconds >= 0, not {value!r} "
-            "(waiting forever for another process is never the default)"
-        )
-    return float(value)
+async def _yield_once() -> None:
+    """Let other tasks run once: every async call yields to the loop, even one with nothing to do."""
+    import asyncio  # not at import time: the CLI starts without asyncio
+
+    await asyncio.sleep(0)
 
 
 def _encoding_or_none(items: list[Any]) -> bytes | None:

@@ -1,18 +1,28 @@
-"""Session settings that work with or without the Agents SDK installed.
+"""Session settings that are the Agents SDK's own type when the SDK is loaded, ours when it is not.
 
-The Runner does ``(session.session_settings or SessionSettings()).resolve(run_settings)`` and
-then reads ``.limit``; this class answers both without importing ``agents``.
+Since openai-agents 0.19 the SDK's ``resolve_session_limit()`` accepts only its own
+``SessionSettings`` or a dict, so a wrapper such as ``EncryptedSession`` that reads
+``session.session_settings`` fails on any look-alike. The SDK's class is therefore what
+:attr:`JSONLSession.session_settings` returns whenever ``agents`` has been imported.
+
+We never import ``agents`` ourselves to find out: loading the SDK takes about a second, which
+the CLI and scripts that only read files must not pay. Anything that reads the settings on the
+SDK's behalf has imported it already, so looking in ``sys.modules`` is enough. Without the SDK,
+:class:`SessionSettings` below answers the same ``.limit`` / ``.resolve()`` / ``.to_dict()``.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
+
+SDK_MODULE = "agents.memory.session_settings"
 
 
 @dataclass(frozen=True)
 class SessionSettings:
-    """How many items ``get_items()`` returns when no explicit limit is given.
+    """How many items ``get_items()`` returns when no explicit limit is given (used without the SDK).
 
     Example:
         >>> SessionSettings(limit=20).resolve({"limit": 5}).limit
@@ -27,22 +37,64 @@ class SessionSettings:
         return self if limit is None else replace(self, limit=limit)
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings as a dict, as the SDK's class gives them.
+
+        Example:
+            >>> SessionSettings(limit=3).to_dict()
+            {'limit': 3}
+        """
         return {"limit": self.limit}
 
 
+def sdk_settings_class() -> type[Any] | None:
+    """The SDK's ``SessionSettings`` class if ``agents`` is already imported, else None (never imports it).
+
+    Example:
+        >>> import agents                                              # doctest: +SKIP
+        >>> sdk_settings_class() is agents.memory.SessionSettings      # doctest: +SKIP
+        True
+    """
+    module = sys.modules.get(SDK_MODULE)
+    cls = getattr(module, "SessionSettings", None)
+    return cls if isinstance(cls, type) else None
+
+
 def coerce_settings(value: Any) -> Any:
-    """Accept None, a dict, our settings, or the SDK's ``SessionSettings`` (kept as given)."""
+    """Check ``value`` (None, a dict, ours or the SDK's settings) and return a settings object.
+
+    The SDK's own instance is kept as given; anything else becomes the SDK's type if the SDK
+    is loaded (see :func:`as_sdk_settings`), else ours.
+
+    Example:
+        >>> coerce_settings({"limit": 2}).limit
+        2
+    """
     if value is None:
-        return SessionSettings()
-    if isinstance(value, dict):
+        settings: Any = SessionSettings()
+    elif isinstance(value, dict):
         unknown = set(value) - {"limit"}
         if unknown:
             raise TypeError(f"unknown session setting(s): {', '.join(sorted(unknown))}")
-        return SessionSettings(limit=_check_limit(value.get("limit")))
-    if hasattr(value, "limit") and hasattr(value, "resolve"):
+        settings = SessionSettings(limit=_check_limit(value.get("limit")))
+    elif hasattr(value, "limit") and hasattr(value, "resolve"):
         _check_limit(value.limit)
-        return value
-    raise TypeError(f"session_settings must be a dict or SessionSettings, not {type(value).__name__}")
+        settings = value
+    else:
+        raise TypeError(f"session_settings must be a dict or SessionSettings, not {type(value).__name__}")
+    return as_sdk_settings(settings)
+
+
+def as_sdk_settings(settings: Any) -> Any:
+    """``settings`` as the SDK's ``SessionSettings`` when the SDK is loaded; unchanged otherwise.
+
+    Example:
+        >>> as_sdk_settings(SessionSettings(limit=4)).limit
+        4
+    """
+    cls = sdk_settings_class()
+    if cls is None or isinstance(settings, cls):
+        return settings
+    return cls(limit=settings.limit)
 
 
 def _limit_of(override: Any) -> int | None:

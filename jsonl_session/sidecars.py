@@ -145,22 +145,20 @@ def remove(path: Path, *, durable: bool) -> bool:
 def append_line(path: Path, record: dict[str, Any], *, durable: bool, timeout: float) -> None:
     """Append one record to a JSON Lines sidecar, under that file's lock, as sessions are appended."""
     handle = FileHandle(path, durable=durable)
-    fd = handle.acquire(write=True, create=True, timeout=timeout)
     try:
-        storage.append(fd, path, stable_json(record, indent=False), durable=durable, size=handle.size)
+        with handle.locked(write=True, create=True, timeout=timeout) as fd:
+            storage.append(fd, path, stable_json(record, indent=False), durable=durable, size=handle.size)
     finally:
-        handle.release()
         handle.close()
 
 
 def read_lines(path: Path, *, timeout: float) -> list[Any]:
     """Every record of a JSON Lines sidecar (a torn tail is skipped, as in sessions)."""
     handle = FileHandle(path)
-    fd = handle.acquire(write=False, create=False, timeout=timeout)
-    if fd == MISSING:
-        return []
     try:
-        return storage.read_items(fd, path, size=handle.size)
+        with handle.locked(write=False, create=False, timeout=timeout) as fd:
+            if fd == MISSING:
+                return []
+            return storage.read_items(fd, path, size=handle.size)
     finally:
-        handle.release()
         handle.close()

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import codec, leftovers, marks, spill
 from .errors import MalformedLineError, OwnershipError, TornTailWarning, UnsafePathError
-from .locking import fsync_directory
+from .files import fsync_directory
 from .naming import TORN_SUFFIX
 
 # First read from the end: enough for the last line, or for ``limit`` lines of a typical
@@ -33,6 +33,7 @@ _TAIL_CHUNK = 4 * 1024
 _BYTES_PER_LINE_GUESS = 1024
 _MAX_CHUNK = 1024 * 1024
 _SNIPPET = 60
+_SPLIT_PIECE = 1024 * 1024
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
 
@@ -70,6 +71,11 @@ def append(fd: int, path: Path, payload: bytes, *, durable: bool, size: int | No
     write_at_end(fd, payload, size, durable=durable)
 
 
+def ends_cleanly(fd: int, size: int) -> bool:
+    """True when an append can go straight to the end: the file is empty or ends with a newline."""
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+
+
 def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) -> None:
     """Write ``payload`` to the end of the file, or leave the file at ``size_before`` and raise."""
     try:
@@ -81,13 +87,29 @@ def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) ->
         if durable:
             _fdatasync(fd)
     except BaseException:
-        # A short write (ENOSPC, EFBIG, EIO) or failed fsync: take back what did land so
-        # the file is exactly as before the call. Best effort: the original error wins.
-        try:
-            os.ftruncate(fd, size_before)
-        except OSError:
-            pass
+        _undo_append(fd, size_before)
         raise
+
+
+def sync_or_undo(fd: int, size_before: int) -> None:
+    """``fdatasync`` an append; if that fails, cut the file back to ``size_before`` and raise.
+
+    The async ``add_items`` writes on the loop and runs this in a worker thread.
+    """
+    try:
+        _fdatasync(fd)
+    except BaseException:
+        _undo_append(fd, size_before)
+        raise
+
+
+def _undo_append(fd: int, size_before: int) -> None:
+    """A short write (ENOSPC, EFBIG, EIO) or failed fsync: take back what did land so the
+    file is exactly as before the call. Best effort: the original error wins."""
+    try:
+        os.ftruncate(fd, size_before)
+    except OSError:
+        pass
 
 
 def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
@@ -327,7 +349,7 @@ def _read_all(fd: int, path: Path, size: int) -> list[Any]:
     data = read_range(fd, 0, size)
     data = data.removeprefix(codec.BOM)
     loads = codec.decoder_for(data)
-    lines = data.split(b"\n")
+    lines = split_lines(data)
     del data
     tail = lines.pop()
     with codec.gc_paused():
@@ -345,6 +367,26 @@ def _read_all(fd: int, path: Path, size: int) -> list[Any]:
         if item is not None:
             items.append(item)
     return items
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """``data.split(b"\\n")``, done 1 MiB at a time.
+
+    One ``split`` of a 45 MB file holds the GIL for tens of milliseconds, stalling the event
+    loop even when the read runs in a worker thread; between pieces the loop gets its turn
+    (benchmarks/loop_lag.py measures the longest stall).
+    """
+    if len(data) <= _SPLIT_PIECE:
+        return data.split(b"\n")
+    lines: list[bytes] = []
+    start = 0
+    while True:
+        cut = data.find(b"\n", start + _SPLIT_PIECE)
+        if cut < 0:
+            lines.extend(data[start:].split(b"\n"))
+            return lines
+        lines.extend(data[start:cut].split(b"\n"))
+        start = cut + 1
 
 
 def _read_lines_carefully(lines: list[bytes], path: Path, loads: Any) -> list[Any]:

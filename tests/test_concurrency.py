@@ -231,15 +231,18 @@ def test_cancelled_while_waiting_writes_nothing_and_started_write_completes(sess
     assert session.get_items_sync() == [{"a": 1}]
 
     async def cancel_after_start() -> None:
-        # Uncontended: the write runs to the end before the task can even see the cancel.
+        # Cancelled once the write is under way (the item is in the file, its fdatasync
+        # runs in a worker thread): the call still completes and unlocks.
         task = asyncio.create_task(session.add_items([{"b": 2}, {"c": 3}]))
-        await asyncio.sleep(0)
+        while session.path.stat().st_size == size_before:
+            await asyncio.sleep(0)
         task.cancel()
         try:
             await task
         except asyncio.CancelledError:
             pass
 
+    size_before = session.path.stat().st_size
     asyncio.run(cancel_after_start())
     assert session.get_items_sync() == [{"a": 1}, {"b": 2}, {"c": 3}]
 

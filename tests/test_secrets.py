@@ -227,14 +227,11 @@ def test_redact_session_waits_for_the_session_lock(sessions_dir: Path) -> None:
     session.add_items_sync([{"role": "user", "content": texts()["github-token"]}])
     content = session.path.read_bytes()
     other_writer = FileHandle(session.path)
-    other_writer.acquire(write=True, create=False, timeout=1.0)
-    try:
+    with other_writer.locked(write=True, create=False, timeout=1.0):
         with pytest.raises(LockTimeout):
             redact_session(session)
         assert session.path.read_bytes() == content
-    finally:
-        other_writer.release()
-        other_writer.close()
+    other_writer.close()
 
     assert [f.kind for f in redact_session(session)] == ["github-token"]
 

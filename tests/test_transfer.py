@@ -20,6 +20,7 @@ from jsonl_session import JSONLSession
 from jsonl_session.cli import main
 from jsonl_session.transfer import BATCH, copy_session, open_url
 
+pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
 
 TRICKY = [

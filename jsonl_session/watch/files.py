@@ -44,25 +44,24 @@ class FileTail:
 
     def poll(self) -> list[Change] | None:
         """Compare the file with what was delivered: the changes, or None if the lock is busy."""
-        fd = self._handle.try_acquire(write=False, create=False)
-        if fd == BUSY:
-            return None  # and ``start`` still applies to the next try
-        start, self.start = self.start, None
-        if fd == MISSING:
-            self.stat_key = None
-            return self.state.gone()
         try:
-            stat = os.fstat(fd)
-            seen = Seen((stat.st_dev, stat.st_ino), stat.st_size, marks.read(fd))
-            offset = self.state.wanted(seen)
-            changes = self.state.update(seen, storage.read_range(fd, offset, seen.size), offset, start)
-            if changes is None:  # more than appends happened after all: compare the whole file
-                changes = self.state.update(seen, storage.read_range(fd, 0, seen.size), 0, start)
-                assert changes is not None
-            self.stat_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_ctime_ns)
-            return changes
+            with self._handle.try_locked(write=False, create=False) as fd:
+                if fd == BUSY:
+                    return None  # and ``start`` still applies to the next try
+                start, self.start = self.start, None
+                if fd == MISSING:
+                    self.stat_key = None
+                    return self.state.gone()
+                stat = os.fstat(fd)
+                seen = Seen((stat.st_dev, stat.st_ino), stat.st_size, marks.read(fd))
+                offset = self.state.wanted(seen)
+                changes = self.state.update(seen, storage.read_range(fd, offset, seen.size), offset, start)
+                if changes is None:  # more than appends happened after all: compare the whole file
+                    changes = self.state.update(seen, storage.read_range(fd, 0, seen.size), 0, start)
+                    assert changes is not None
+                self.stat_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_ctime_ns)
+                return changes
         finally:
-            self._handle.release()
             self._handle.close()  # hold no descriptor between wake-ups (one per session adds up)
 
     def restart(self) -> None:

@@ -1,0 +1,227 @@
+"""Moving a whole folder to a shared backend: ``export --all`` and ``import --all``, in items per second.
+
+Usage (from the repository root)::
+
+    python benchmarks/transfer.py                   # 1,000 sessions x 100 items, Redis and PostgreSQL
+    python benchmarks/transfer.py --quick           # 50 x 20: checks that it works (a few seconds)
+    python benchmarks/transfer.py --update-results  # also writes benchmarks/results/transfer.json
+
+It starts its own throw-away servers (``redis-server`` and PostgreSQL's ``initdb``/``pg_ctl``
+from ``/usr/lib/postgresql/<version>/bin``, as ``nobody`` when run as root) on free loopback
+ports, with persistence off (``--save ""``; ``fsync=off``) so that the figures measure the copy,
+not the server's disk. The session files are written durably (fsync), as the CLI does.
+
+What is measured, per backend, with the library calls the CLI makes (:mod:`jsonl_session.bulk`):
+
+* **export**: every session of the folder, one ``add_items`` per session;
+* **re-run**: the same export again, when every session is already there (read and compare);
+* **import**: every session back into an empty folder, one atomic file write per session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import glob
+import importlib
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(1, str(HERE))
+
+import items as item_source  # benchmarks/items.py
+
+from jsonl_session import SessionDirectory
+from jsonl_session.bulk import export_all, import_all
+
+RESULTS = HERE / "results" / "transfer.json"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def redis_server(scratch: Path) -> Iterator[str]:
+    """A redis-server without persistence on a free loopback port."""
+    port = free_port()
+    server = shutil.which("redis-server")
+    if server is None:
+        raise SystemExit("redis-server is not installed (Debian: apt-get install redis-server)")
+    process = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(scratch),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if "Ready to accept connections" in line:
+            break
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(30)
+        process.stdout.close()
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A throw-away PostgreSQL cluster (fsync off) on a free loopback port."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(Path(p).parts[-3]))
+    if not found:
+        raise SystemExit("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    bin_dir = Path(found[-1]).parent
+    data = Path(tempfile.mkdtemp(prefix="jsonl-session-bench-pg-"))
+
+    def as_server_user(command: list[str]) -> list[str]:
+        return ["runuser", "-u", "nobody", "--", *command] if os.geteuid() == 0 else command
+
+    try:
+        if os.geteuid() == 0:
+            shutil.chown(data, "nobody")
+        subprocess.run(
+            as_server_user([str(bin_dir / "initdb"), "-D", str(data / "db"), "-U", "postgres", "--auth=trust",
+                            "-E", "UTF8", "--no-sync", "--locale=C"]),
+            check=True, capture_output=True,
+        )  # fmt: skip
+        port = free_port()
+        options = f"-p {port} -h 127.0.0.1 -k {data} -c fsync=off -c synchronous_commit=off"
+        subprocess.run(
+            as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data / "db"), "-o", options,
+                            "-l", str(data / "log"), "-w", "start"]),
+            check=True, capture_output=True,
+        )  # fmt: skip
+        try:
+            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run(
+                as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data / "db"), "-m", "immediate", "stop"]),
+                check=False, capture_output=True,
+            )  # fmt: skip
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def make_folder(directory: Path, sessions: int, per_session: int) -> int:
+    """``sessions`` files of ``per_session`` realistic items each; returns the total item count."""
+    folder = SessionDirectory(directory, durable=False)  # setting up, not measured
+    for n in range(sessions):
+        folder.open(f"conversation-{n:05d}").add_items_sync(item_source.sample(per_session, seed=n))
+    return sessions * per_session
+
+
+async def measure(url: str, folder: Path, scratch: Path, total_items: int) -> dict[str, Any]:
+    # Loading the Agents SDK takes seconds: once per process, not part of any copy's speed.
+    importlib.import_module("agents.extensions.memory.redis_session")
+    importlib.import_module("agents.extensions.memory.sqlalchemy_session")
+    source = SessionDirectory(folder)
+    figures: dict[str, Any] = {}
+    for step in ("export", "re-run", "import"):
+        started = time.perf_counter()
+        if step == "import":
+            outcomes = await import_all(url, SessionDirectory(scratch / "back"))
+        else:
+            outcomes = await export_all(source, url)
+        seconds = time.perf_counter() - started
+        expected = "skipped" if step == "re-run" else "copied"
+        assert all(outcome.status == expected for outcome in outcomes), {o.status for o in outcomes}
+        figures[step] = {
+            "seconds": round(seconds, 3),
+            "items_per_s": round(total_items / seconds),
+            "sessions_per_s": round(len(outcomes) / seconds, 1),
+        }
+    return figures
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [
+        f"{result['sessions']} sessions x {result['items_per_session']} items",
+        f"{'backend':<12}{'step':<8}{'seconds':>10}{'items/s':>10}{'sessions/s':>12}",
+    ]
+    for backend, steps in result["backends"].items():
+        for step, figures in steps.items():
+            lines.append(
+                f"{backend:<12}{step:<8}{figures['seconds']:>10.2f}{figures['items_per_s']:>10,}"
+                f"{figures['sessions_per_s']:>12,.1f}"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="export --all / import --all throughput to Redis and PostgreSQL."
+    )
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--items", type=int, default=100, help="items per session (default 100)")
+    parser.add_argument("--backends", default="redis,postgresql", help="comma-separated (default: both)")
+    parser.add_argument("--quick", action="store_true", help="50 sessions x 20 items: does it work?")
+    parser.add_argument(
+        "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
+    )
+    parser.add_argument("--out", type=Path, help="write the results as JSON here instead")
+    args = parser.parse_args(argv)
+    sessions, per_session = (50, 20) if args.quick else (args.sessions, args.items)
+    result: dict[str, Any] = {
+        "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}",
+        "openai_agents": version("openai-agents"),
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+        "sessions": sessions,
+        "items_per_session": per_session,
+        "total_items": sessions * per_session,
+        "backends": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="jsonl-session-bench-") as tmp:
+        scratch = Path(tmp)
+        make_folder(scratch / "sessions", sessions, per_session)
+        for backend in args.backends.split(","):
+            server = redis_server(scratch) if backend == "redis" else postgres_server()
+            with server as url:
+                shutil.rmtree(scratch / "back", ignore_errors=True)
+                result["backends"][backend] = asyncio.run(
+                    measure(url, scratch / "sessions", scratch, sessions * per_session)
+                )
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(report(result))
+    out = args.out or (RESULTS if args.update_results else None)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Opening and creating session files safely: no symlinks, no FIFOs, owner-only, durable names.
+
+Split from ``locking`` so that the lock protocol reads on its own; everything here runs
+with no lock held, or under the lock the caller took.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from .errors import UnsafePathError
+
+_OPEN_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # NONBLOCK: never hang on a FIFO
+_WRITE_FLAGS = _OPEN_FLAGS | os.O_RDWR | os.O_APPEND
+_READ_FLAGS = _OPEN_FLAGS | os.O_RDONLY
+
+MISSING = -2
+"""Returned instead of a descriptor when the file does not exist and ``create`` is false."""
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a file's creation, rename or removal durable (its directory entry lives here)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def open_file(path: Path, *, write: bool, create: bool, durable: bool) -> tuple[int, bool]:
+    """Open for reading and writing if we may (read-only files still read); create if asked.
+
+    Returns:
+        ``(descriptor, writable)``, or ``(MISSING, False)`` when the file does not exist
+        and ``create`` is false.
+    """
+    try:
+        try:
+            fd, writable = os.open(path, _WRITE_FLAGS), True
+        except OSError as exc:
+            # A read-only file, folder or file system still reads.
+            if write or exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            fd, writable = os.open(path, _READ_FLAGS), False
+    except FileNotFoundError:
+        if not create:
+            return MISSING, False
+        fd = _create(path, durable=durable)
+        if fd == MISSING:  # someone else created it first: open theirs
+            return open_file(path, write=write, create=create, durable=durable)
+        writable = True
+    except OSError as exc:
+        raise _explain_open_error(path, exc) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(path, "is not a regular file; refusing to use it as a session")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, writable
+
+
+def _create(path: Path, *, durable: bool) -> int:
+    """Create the file owner-only (and its directory, 0700), or return MISSING if it now exists."""
+    directory = path.parent
+    if not directory.is_dir():
+        make_private_directories(directory, durable=durable)
+    try:
+        fd = os.open(path, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return MISSING
+    except OSError as exc:
+        raise _explain_open_error(path, exc) from None
+    if durable:
+        try:
+            fsync_directory(directory)
+        except BaseException:
+            # Opening the folder can fail with EMFILE when our own descriptor took the
+            # last slot: do not leak it (tests/test_locking.py::
+            # test_a_failed_directory_fsync_after_creating_leaks_no_descriptor).
+            os.close(fd)
+            raise
+    return fd
+
+
+def make_private_directories(directory: Path, *, durable: bool) -> None:
+    """Create ``directory`` and any missing parents, each 0700, and make their entries durable.
+
+    ``os.makedirs(mode=...)`` applies the mode to the last folder only.
+    """
+    missing = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            continue  # another process made it first
+        if durable:
+            fsync_directory(folder.parent)
+
+
+def _explain_open_error(path: Path, exc: OSError) -> Exception:
+    if exc.errno == errno.ELOOP:
+        return UnsafePathError(path, "is a symlink; refusing to follow it out of the sessions folder")
+    return exc

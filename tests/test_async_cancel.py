@@ -1,0 +1,140 @@
+"""Cancelling async calls at any moment: whole calls only in the file, and the lock always comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lock_helpers import another_process_can_lock
+
+from jsonl_session import JSONLSession
+
+
+def assert_lock_is_free(session: JSONLSession) -> None:
+    with session._handle.try_locked(write=True, create=False) as fd:
+        assert fd >= 0, "the same object cannot lock"
+    assert another_process_can_lock(session.path)
+
+
+async def finish(task: asyncio.Task[Any]) -> bool:
+    """Wait for a cancelled task; True if it completed anyway."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        return False
+    return True
+
+
+def test_cancelling_at_random_points_leaves_whole_calls_and_a_free_lock(sessions_dir: Path) -> None:
+    session = JSONLSession("cancel", sessions_dir)  # durable: each fdatasync runs in a worker
+    rng = random.Random(11)
+    completed: list[int] = []
+
+    async def main() -> None:
+        for i in range(300):
+            writer = asyncio.create_task(session.add_items([{"i": i, "half": 0}, {"i": i, "half": 1}]))
+            reader = asyncio.create_task(session.get_items(limit=4))
+            for _ in range(rng.randrange(8)):
+                await asyncio.sleep(0)
+            if rng.random() < 0.3:  # long enough, now and then, to land inside the off-loop fsync
+                await asyncio.sleep(rng.uniform(0, 0.002))
+            writer.cancel()
+            reader.cancel()
+            if await finish(writer):
+                completed.append(i)
+            await finish(reader)
+
+    asyncio.run(main())
+    items = session.get_items_sync()
+    pairs = [(item["i"], item["half"]) for item in items]
+    written = [i for i, half in pairs if half == 0]
+    assert pairs == [(i, half) for i in written for half in (0, 1)]  # whole calls, in order
+    assert written == sorted(set(written))
+    assert set(completed) <= set(written)
+    assert 0 < len(written) < 300  # some were cancelled before writing, some were not
+    assert_lock_is_free(session)
+
+
+def test_cancelled_full_reads_pops_and_clears_release_the_lock(sessions_dir: Path) -> None:
+    session = JSONLSession("big", sessions_dir)
+    session.add_items_sync([{"n": n, "pad": "x" * 100} for n in range(2000)])  # > 64 KB: read off the loop
+    rng = random.Random(5)
+
+    async def main() -> None:
+        for _ in range(60):
+            calls: list[Callable[[], Coroutine[Any, Any, Any]]] = [session.get_items, session.pop_item]
+            task = asyncio.create_task(rng.choice(calls)())
+            for _ in range(rng.randrange(6)):
+                await asyncio.sleep(0)
+            task.cancel()
+            await finish(task)
+        task = asyncio.create_task(session.clear_session())
+        await asyncio.sleep(0)
+        task.cancel()
+        await finish(task)
+
+    asyncio.run(main())
+    items = session.get_items_sync()
+    assert items == [{"n": n, "pad": "x" * 100} for n in range(len(items))]
+    assert_lock_is_free(session)
+
+
+def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1}])
+    size_before = session.path.stat().st_size
+    gate = threading.Event()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(1))
+        blocker = loop.run_in_executor(None, gate.wait, 60)  # the only worker is busy: our fsync queues
+        task = asyncio.create_task(session.add_items([{"b": 2}]))
+        while session.path.stat().st_size == size_before:  # written on the loop; fsync still to come
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not another_process_can_lock(session.path)  # the worker owes the fsync, and holds the lock
+        gate.set()
+        await blocker
+        await loop.shutdown_default_executor()  # joins the worker: the fsync ran and it unlocked
+
+    asyncio.run(main())
+    assert session.get_items_sync() == [{"a": 1}, {"b": 2}]
+    assert_lock_is_free(session)
+
+
+def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        background = asyncio.create_task(ticker())
+        calls: list[Callable[[], Coroutine[Any, Any, Any]]] = [
+            lambda: session.get_items(),  # the file does not exist yet
+            lambda: session.add_items([{"a": 1}]),
+            lambda: session.add_items([]),
+            lambda: session.get_items(limit=0),
+            lambda: session.get_items(limit=1),
+            session.pop_item,
+            session.clear_session,
+        ]
+        for call in calls:
+            before = ticks
+            await call()
+            assert ticks > before, call
+        background.cancel()
+        await finish(background)
+
+    asyncio.run(main())

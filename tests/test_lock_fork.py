@@ -1,0 +1,68 @@
+"""A lock dies with the process that took it, even when that process forked an idle child."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from lock_helpers import another_process_can_lock
+
+from jsonl_session import JSONLSession
+
+CTX = mp.get_context("spawn")
+
+
+def _writer_that_forks_an_idle_worker(directory: str, idle: Any, inside: Any, pids: Any) -> None:
+    session = JSONLSession("forked", directory)
+    session.add_items_sync([{"a": 1}])  # the session object now keeps a descriptor open
+    child = os.fork()
+    if child == 0:  # an idle worker (a multiprocessing "fork" worker, a pre-forked server)
+        idle.set()  # fork() has returned here, so the at-fork hooks have run
+        time.sleep(120)
+        os._exit(0)
+    pids.send(child)
+    with session.rewrite() as draft:
+        draft.items = [{"b": 2}]
+        inside.set()
+        time.sleep(120)  # SIGKILLed here, inside rewrite(), holding the lock
+
+
+def _open_paths(pid: int) -> set[str]:
+    paths = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            paths.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:
+            pass
+    return paths
+
+
+def test_a_writer_killed_inside_rewrite_leaves_no_lock_with_its_idle_forked_child(sessions_dir: Path) -> None:
+    idle, inside = CTX.Event(), CTX.Event()
+    receive, send = CTX.Pipe(duplex=False)
+    writer = CTX.Process(
+        target=_writer_that_forks_an_idle_worker, args=(str(sessions_dir), idle, inside, send)
+    )
+    writer.start()
+    child = None
+    try:
+        child = receive.recv()
+        assert inside.wait(60) and idle.wait(60)
+        path = sessions_dir / "forked.jsonl"
+        assert str(path) not in _open_paths(child)  # closed right after fork: the child holds nothing
+        assert not another_process_can_lock(path)  # the writer holds it, inside rewrite()
+        writer.kill()
+        writer.join(30)
+        assert writer.exitcode == -signal.SIGKILL
+        assert another_process_can_lock(path)  # at once: the idle child did not keep it alive
+        assert JSONLSession("forked", sessions_dir, lock_timeout=0).get_items_sync() == [{"a": 1}]
+    finally:
+        if writer.is_alive():
+            writer.kill()
+            writer.join()
+        if child is not None:
+            os.kill(child, signal.SIGKILL)

@@ -1,0 +1,118 @@
+"""The one locked helper: ``FileHandle.locked()``, its async and non-waiting twins, and what they refuse."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import re
+import resource
+from pathlib import Path
+
+import pytest
+from lock_helpers import another_process_can_lock
+
+from jsonl_session import JSONLSession, JSONLSessionError, LockReentryError, LockTimeout
+from jsonl_session.locking import BUSY, MISSING, FileHandle, check_lock_timeout
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jsonl_session"
+
+
+def test_locked_yields_the_descriptor_or_missing_and_always_unlocks(sessions_dir: Path) -> None:
+    path = sessions_dir / "a.jsonl"
+    handle = FileHandle(path)
+    with handle.locked(write=False, create=False) as fd:
+        assert fd == MISSING
+    with handle.locked(write=True, create=True) as fd:
+        assert fd >= 0
+        os.write(fd, b'{"a":1}\n')
+        assert not another_process_can_lock(path)
+    assert another_process_can_lock(path)
+    with pytest.raises(KeyError), handle.locked(write=True, create=False):
+        raise KeyError("the block failed")
+    assert another_process_can_lock(path)
+    handle.close()
+
+
+def test_try_locked_reports_busy_instead_of_waiting(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1}])
+    other = FileHandle(session.path)
+    with other.locked(write=True, create=False), session._handle.try_locked(write=False, create=False) as fd:
+        assert fd == BUSY
+    with session._handle.try_locked(write=False, create=False) as fd:
+        assert fd >= 0
+    other.close()
+
+
+def test_locked_async_is_the_twin_of_locked(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1}])
+
+    async def main() -> None:
+        async with session._handle.locked_async(write=True, create=False, timeout=1) as fd:
+            assert fd >= 0
+            assert not another_process_can_lock(session.path)
+        assert another_process_can_lock(session.path)
+        session.lock_timeout = 0.1
+        async with session._handle.locked_async(write=True, create=False):
+            with pytest.raises(LockTimeout):
+                await JSONLSession(session.session_id, session.directory, lock_timeout=0.1).add_items([{}])
+
+    asyncio.run(main())
+
+
+def test_a_call_inside_rewrite_is_a_lock_reentry_error(session: JSONLSession) -> None:
+    session.add_items_sync([{"a": 1}])
+    with session.rewrite(), pytest.raises(LockReentryError) as raised:
+        session.add_items_sync([{"b": 2}])
+    assert isinstance(raised.value, RuntimeError) and isinstance(raised.value, JSONLSessionError)
+    assert str(session.path) in str(raised.value)
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert type(copy) is LockReentryError and str(copy) == str(raised.value)
+    assert session.get_items_sync() == [{"a": 1}]
+
+
+def test_check_lock_timeout_lives_with_the_lock_and_is_still_importable_from_session() -> None:
+    from jsonl_session import session
+
+    assert session.check_lock_timeout is check_lock_timeout
+    with pytest.raises(ValueError, match="lock_timeout must be"):
+        check_lock_timeout(float("nan"))
+
+
+def test_no_code_outside_locking_pairs_acquire_and_release_by_hand() -> None:
+    """Every operation that locks goes through FileHandle.locked() (or its twins)."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "locking.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"handle\.(try_acquire|acquire|release)\(", line):
+                offenders.append(f"{path.name}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_a_failed_directory_fsync_after_creating_leaks_no_descriptor(sessions_dir: Path) -> None:
+    """Issue 15, point 9: with the last descriptor slot taken by the new file, opening its
+    folder for the fsync fails with EMFILE; the file's descriptor used to leak."""
+    sessions_dir.mkdir()
+    session = JSONLSession("new", sessions_dir)
+    before = sorted(os.listdir("/proc/self/fd"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    fillers: list[int] = []
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(map(int, before)) + 16, hard))
+        with pytest.raises(OSError) as raised:
+            while True:
+                fillers.append(os.open(os.devnull, os.O_RDONLY))
+        assert raised.value.errno == 24  # EMFILE
+        os.close(fillers.pop())  # exactly one free slot: the session file takes it
+        with pytest.raises(OSError) as raised:
+            session.add_items_sync([{"a": 1}])
+        assert raised.value.errno == 24
+    finally:
+        for fd in fillers:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    session.add_items_sync([{"a": 1}])  # and the next call works
+    assert session.get_items_sync() == [{"a": 1}]
