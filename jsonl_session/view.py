@@ -184,13 +184,12 @@ def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]
 def read_file(path: str | os.PathLike[str], *, lock_timeout: float) -> bytes:
     """A session file's bytes, read under its shared lock (so no half-written append is seen)."""
     handle = FileHandle(Path(path))
-    fd = handle.acquire(write=False, create=False, timeout=lock_timeout)
-    if fd == MISSING:
-        raise FileNotFoundError(2, "No such file or directory", str(path))
     try:
-        return storage.read_range(fd, 0, os.fstat(fd).st_size)
+        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+            return storage.read_range(fd, 0, os.fstat(fd).st_size)
     finally:
-        handle.release()
         handle.close()
 
 
