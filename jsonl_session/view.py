@@ -163,21 +163,22 @@ def views_of_lines(data: bytes) -> list[ItemView]:
 
 
 def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
-    """``(line number, item or None, line bytes)`` for every non-blank line, BOM and CRLF tolerated.
+    """``(line number, item or None, line bytes)`` for every non-blank line of a file's bytes.
 
-    The bytes after the last newline count as a line too (a valid item without its newline is
-    an item, as for ``get_items``; anything else is a torn tail and comes back as None).
+    The lines are split by :func:`jsonl_session.storage.scan_lines`, the one scanner every reader
+    uses (BOM, CRLF, blank lines, a valid last line without its newline). The bytes after the
+    last newline that are not an item (a torn tail) come last, as None.
     """
-    data = data.removeprefix(codec.BOM)
+    scan = storage.scan_lines(data)
     loads = codec.decoder_for(data)
-    for number, line in enumerate(data.split(b"\n"), 1):
-        if codec.is_blank(line):
-            continue
+    for line in scan.lines:
         try:
-            item = loads(line)
+            item = loads(line.data)
         except ValueError:
             item = None
-        yield number, item if type(item) is dict else None, line
+        yield line.number, item if type(item) is dict else None, line.data
+    if scan.pending and not codec.is_blank(scan.pending):
+        yield scan.newlines + 1, None, scan.pending
 
 
 def read_file(path: str | os.PathLike[str], *, lock_timeout: float) -> bytes:

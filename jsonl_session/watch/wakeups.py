@@ -22,6 +22,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ..locking import close_in_forked_child
 from .options import HOT_SECONDS, TICK_SECONDS, StopFlag, WatchOptions
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ _DEBOUNCE_MS = 10  # only matters when many distinct files change at once (folde
 _HOT_TIMEOUT_MS = 5  # how soon a hot generator hands back control when nothing happens
 _IDLE_TIMEOUT_MS = 50
 _MISSING_FOLDER_CHECK = 0.1
+_ABANDONED_IN_CHILD: list[object] = []
 
 
 class Wakeups:
@@ -53,6 +55,17 @@ class Wakeups:
         self._next_tick = time.monotonic() + self.tick_seconds
         self._recheck_at = 0.0
         self._identity = _identity(directory)
+        close_in_forked_child(self)
+
+    def after_fork_in_child(self) -> None:
+        """In a forked child: forget the parent's watcher (its thread does not exist here).
+
+        Closing it would wait for that thread; it is dropped instead, and kept referenced so
+        that no finalizer tries either. A watch used in the child starts a watcher of its own.
+        """
+        if self._generator is not None:
+            _ABANDONED_IN_CHILD.append(self._generator)
+            self._generator = None
 
     def wait(self, stop: StopFlag) -> Wake:
         """The next wake-up (see the class docstring)."""
