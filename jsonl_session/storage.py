@@ -360,8 +360,9 @@ def _read_all(fd: int, path: Path, size: int) -> list[Any]:
     tail = lines.pop()
     items: list[Any] = []
     careful = False
+    in_pieces = len(lines) > _PARSE_PIECE  # a small read pauses the GC once, as before
     for start in range(0, len(lines), _PARSE_PIECE):
-        with codec.gc_paused(young_collection_after=True):
+        with codec.gc_paused(young_collection_after=in_pieces):
             # Fast path: one list comprehension, no per-line bookkeeping (about half the cost
             # of the loop below). A blank or bad line sends the whole file down the careful
             # path, which also knows the line numbers for the error.
