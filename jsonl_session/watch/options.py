@@ -9,7 +9,7 @@ from ..locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout
 from .engine import Start
 
 DEFAULT_STEP_MS = 1
-DEFAULT_IDLE_STEP_MS = 10
+DEFAULT_IDLE_STEP_MS = 20
 DEFAULT_POLL_DELAY_MS = 300
 HOT_SECONDS = 1.0
 """How long after a change the watcher keeps checking every ``step_ms`` before slowing down."""
@@ -42,7 +42,7 @@ class WatchOptions:
 
     Example:
         >>> WatchOptions(start=5, step_ms=2).idle_step_ms
-        10
+        20
     """
 
     start: Start = "all"
