@@ -41,7 +41,6 @@ from .errors import (
 )
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 from .naming import id_for
-from .session import JSONLSession
 from .terminal import printable
 from .transcript import Style, heading, label, render, text_of
 
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
     import threading
 
     from .check import Problem
+    from .session import JSONLSession
 
 PROG = "jsonl-session"
 DIR_ENV = "JSONL_SESSION_DIR"
@@ -70,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["ls", "--dir", "sessions"])                   # doctest: +SKIP
         0
     """
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(only=_command_word(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # -h (0) or a usage error (2): argparse has printed why
@@ -533,6 +534,8 @@ def _session_named(args: argparse.Namespace, name: str) -> JSONLSession:
         raise UsageError(f"{name}: not a session file (a session file is named <id>.jsonl)")
     if not path.is_file():
         raise Failure(f"{name}: no such file")
+    from .session import JSONLSession
+
     return JSONLSession(session_id, path.parent, lock_timeout=args.lock_timeout)
 
 
@@ -936,10 +939,50 @@ def _quiet_broken_pipe() -> int:
 # -- the parser ----------------------------------------------------------------------------
 
 
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command a command line runs, if that is plain without parsing it; else None.
+
+    Only the options every command shares may come before it (``--dir X``, ``--lock-timeout=X``);
+    any other option first (``-h``, an abbreviation) means "build every command's parser".
+    """
+    tokens = iter(argv)
+    for token in tokens:
+        if token in ("--dir", "--lock-timeout"):
+            next(tokens, None)
+        elif not token.startswith(("--dir=", "--lock-timeout=")):
+            return None if token.startswith("-") else token
+    return None
+
+
+class _NotBuilt:
+    """Stands in for the parser of a command that is not on the command line.
+
+    Building a command's arguments costs start-up (each ``add_argument`` makes a help
+    formatter), and ``ls`` must stay within 3x a bare Python (``benchmarks/startup.py``), so
+    ``build_parser(only=...)`` builds the one command that runs and skips the others' calls.
+    """
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> _NotBuilt:
+        return self
+
+
+class _Commands:
+    """The subcommands being built, and which one to build (None: all)."""
+
+    def __init__(self, action: Any, only: str | None) -> None:
+        self.action = action
+        self.only = only
+
+
 def _command(
-    commands: Any, name: str, handler: Any, summary: str, example: str, *, json: bool = False
-) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    commands: _Commands, name: str, handler: Any, summary: str, example: str, *, json: bool = False
+) -> Any:
+    if commands.only not in (None, name):
+        return _NotBuilt()
+    parser: argparse.ArgumentParser = commands.action.add_parser(
         name,
         help=summary,
         description=summary,
@@ -1001,8 +1044,12 @@ def _count(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser for every command (exposed so tests and docs can walk it)."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argparse parser for every command (exposed so tests and docs can walk it).
+
+    With ``only``, just that command is built (what ``main`` does to start fast); a name that
+    is no command builds them all, so the error lists the choices.
+    """
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Read, follow, fix, search and move Agents SDK sessions stored as JSONL files.",
@@ -1012,7 +1059,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[_common(defaults=True)],
     )
     parser.set_defaults(command=None)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
 
     ls = _command(
         commands,
@@ -1269,4 +1316,6 @@ def build_parser() -> argparse.ArgumentParser:
     redact.add_argument(
         "id", metavar="ID_OR_FILE", help="session id, or its .jsonl file (as check prints it)"
     )
+    if only is not None and only not in commands.action.choices:
+        return build_parser()
     return parser

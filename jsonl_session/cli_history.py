@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import cli, sidecars
-from .directory import SessionInfo
 from .terminal import printable
-from .turns import is_user_message
-from .usage import COUNTERS
+
+if TYPE_CHECKING:  # `ls` imports this module for its marks: turns and usage wait for their commands
+    from .directory import SessionInfo
 
 TREE_TEXT = 50
 
@@ -27,6 +27,8 @@ def cmd_rewind(args: argparse.Namespace) -> int:
     if not removed:
         raise cli.Failure(f"{args.id}: no turns to rewind")
     cli._print_items(args, removed)
+    from .turns import is_user_message
+
     turns = sum(1 for item in removed if is_user_message(item))
     note = "; its paused run was discarded" if had_run else ""
     print(
@@ -104,6 +106,8 @@ def print_tree(infos: list[SessionInfo]) -> None:
 
 def usage_stats(args: argparse.Namespace, ids: list[str]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Token totals per session that has a usage log, and over all of them."""
+    from .usage import COUNTERS
+
     per_session = {}
     for session_id in ids:
         totals = cli._open(args, session_id).get_session_usage_sync()

@@ -1,4 +1,9 @@
-"""A folder of sessions: list, open, delete and fork them."""
+"""A folder of sessions: list, open, delete and fork them.
+
+``jsonl-session ls`` imports this module and nothing it does not need to list a folder: the
+session class (and the settings, turns and features it brings), lineage hashing and turn
+splitting are imported by the methods that use them (``tests/test_startup.py``).
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import sidecars, storage
 from .errors import JSONLSessionError, SessionNotFoundError, SkippedSessionWarning
-from .lineage import new_lineage, read_lineage
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout, fsync_directory
-from .naming import id_for
-from .session import DEFAULT_DIRECTORY, JSONLSession
-from .turns import split_turns
+from .naming import DEFAULT_DIRECTORY, id_for
+
+if TYPE_CHECKING:
+    from .session import JSONLSession
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,8 @@ class SessionDirectory:
 
     def open(self, session_id: str, **options: Any) -> JSONLSession:
         """A :class:`JSONLSession` in this folder (options as for its constructor)."""
+        from .session import JSONLSession
+
         options.setdefault("durable", self.durable)
         options.setdefault("lock_timeout", self.lock_timeout)
         return JSONLSession(session_id, self.directory, **options)
@@ -93,7 +100,7 @@ class SessionDirectory:
             kinds = sidecars.present(path, names)
             try:
                 counted = _count(path, self.lock_timeout)
-                lineage = read_lineage(path) if sidecars.LINEAGE in kinds else None
+                forked_from = _forked_from(path) if sidecars.LINEAGE in kinds else None
             except (OSError, JSONLSessionError) as exc:
                 if on_error is None:
                     warnings.warn(SkippedSessionWarning(f"{_describe(exc)}; skipped"), stacklevel=2)
@@ -112,7 +119,7 @@ class SessionDirectory:
                     file_stat.st_size,
                     modified,
                     paused=sidecars.RUN in kinds,
-                    forked_from=lineage.source if lineage is not None else None,
+                    forked_from=forked_from,
                 )
             )
         infos.sort(key=lambda info: (info.modified, info.session_id), reverse=True)
@@ -157,6 +164,9 @@ class SessionDirectory:
             >>> store.fork("convo_123", "convo_123-retry", at_turn=2).lineage.items   # doctest: +SKIP
             6
         """
+        from .lineage import new_lineage
+        from .turns import split_turns
+
         if at is not None and at_turn is not None:
             raise ValueError("give at (items) or at_turn (turns), not both")
         for name, value in (("at", at), ("at_turn", at_turn)):
@@ -201,6 +211,14 @@ def _count(path: Path, lock_timeout: float) -> tuple[os.stat_result, int] | None
             return os.fstat(fd), storage.count_items(fd)
     finally:
         handle.close()
+
+
+def _forked_from(path: Path) -> str | None:
+    """The session a fork was copied from (lineage is imported only when a folder has forks)."""
+    from .lineage import read_lineage
+
+    lineage = read_lineage(path)
+    return lineage.source if lineage is not None else None
 
 
 def _describe(exc: BaseException) -> str:

@@ -15,6 +15,9 @@ from urllib.parse import quote, unquote
 from .errors import InvalidSessionId
 
 SUFFIX = ".jsonl"
+# Where sessions live unless told otherwise (here, not in session.py, so that listing a
+# folder does not import the session class).
+DEFAULT_DIRECTORY = "sessions"
 TORN_SUFFIX = ".torn"
 # Most file systems cap a name at 255 bytes; leave room for the suffix and sidecar suffixes.
 MAX_NAME_BYTES = 200

@@ -28,14 +28,12 @@ from . import compaction, storage
 from .codec import encode_items, identical
 from .features import SessionFeatures
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
-from .naming import TORN_SUFFIX, filename_for
+from .naming import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
 from .settings import as_sdk_settings, coerce_settings
 from .turns import newest_turns
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
-
-DEFAULT_DIRECTORY = "sessions"
 
 __all__ = ["DEFAULT_DIRECTORY", "Draft", "JSONLSession", "check_lock_timeout"]
 

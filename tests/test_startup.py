@@ -9,6 +9,7 @@ which does not depend on load.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from cli_helpers import cli_env
 
 from jsonl_session import JSONLSession
+from jsonl_session.cli import build_parser
 
 NOT_FOR_LS = {
     "asyncio",
@@ -32,6 +34,14 @@ NOT_FOR_LS = {
     "jsonl_session.check",
     "jsonl_session.transfer",
     "jsonl_session.secrets",
+    # the session class and what it brings (settings, features, turns), fork lineage hashing
+    "jsonl_session.session",
+    "jsonl_session.settings",
+    "jsonl_session.features",
+    "jsonl_session.turns",
+    "jsonl_session.usage",
+    "jsonl_session.lineage",
+    "hashlib",
 }
 
 
@@ -68,3 +78,21 @@ def test_importing_the_package_loads_only_its_errors(tmp_path: Path) -> None:
     loaded = imported_by("-c", "import jsonl_session", cwd=tmp_path)
     ours = {name for name in loaded if name.startswith("jsonl_session")}
     assert ours == {"jsonl_session", "jsonl_session.errors"}
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = (action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_a_command_built_alone_parses_and_helps_as_when_all_are_built() -> None:
+    everything = subcommands(build_parser())
+    assert len(everything) > 10
+    for name, full in everything.items():
+        alone = subcommands(build_parser(only=name))
+        assert list(alone) == [name]
+        assert alone[name].format_help() == full.format_help()
+        assert alone[name].format_usage() == full.format_usage()
+    not_a_command = build_parser(only="no-such-command")  # the usage error lists every command
+    assert list(subcommands(not_a_command)) == list(everything)
+    assert not_a_command.format_help() == build_parser().format_help()
