@@ -6,7 +6,6 @@ import asyncio
 import random
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from lock_helpers import another_process_can_lock
 
 from jsonl_session import JSONLSession
+from jsonl_session.locking import IO_THREADS, io_threads, wait_for_io_threads
 
 
 def assert_lock_is_free(session: JSONLSession) -> None:
@@ -91,9 +91,8 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
     gate = threading.Event()
 
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        loop.set_default_executor(ThreadPoolExecutor(1))
-        blocker = loop.run_in_executor(None, gate.wait, 60)  # the only worker is busy: our fsync queues
+        for _ in range(IO_THREADS):  # every worker is busy: our fsync queues
+            io_threads().submit(gate.wait, 60)
         task = asyncio.create_task(session.add_items([{"b": 2}]))
         while session.path.stat().st_size == size_before:  # written on the loop; fsync still to come
             await asyncio.sleep(0)
@@ -102,8 +101,7 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
             await task
         assert not another_process_can_lock(session.path)  # the worker owes the fsync, and holds the lock
         gate.set()
-        await blocker
-        await loop.shutdown_default_executor()  # joins the worker: the fsync ran and it unlocked
+        wait_for_io_threads()  # joins the workers: the fsync ran and it unlocked
 
     asyncio.run(main())
     assert session.get_items_sync() == [{"a": 1}, {"b": 2}]
