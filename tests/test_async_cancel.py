@@ -110,6 +110,8 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
 
 def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
     ticks = 0
+    missing = JSONLSession("never-written", session.directory)
+    fast = JSONLSession("not-durable", session.directory, durable=False)
 
     async def ticker() -> None:
         nonlocal ticks
@@ -127,6 +129,12 @@ def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
             lambda: session.get_items(limit=1),
             session.pop_item,
             session.clear_session,
+            # Durable writes yield while their worker works; with no file there is no worker.
+            lambda: missing.pop_item(),
+            lambda: missing.clear_session(),
+            lambda: fast.add_items([{"a": 1}]),
+            fast.pop_item,
+            fast.clear_session,
         ]
         for call in calls:
             before = ticks
