@@ -1,4 +1,4 @@
-"""What one event loop costs other tasks: 20 durable conversations, JSONLSession vs SQLiteSession.
+"""What one event loop costs other tasks: 20 durable conversations, JSONLSession vs SQLiteSession and a floor.
 
 Usage (from the repository root, in a venv with ``pip install -e '.[bench]'``):
 
@@ -12,7 +12,12 @@ Measured in one run, stores alternating round by round so noise hits both:
 * **loop lag**: meanwhile a task sleeps 1 ms in a loop; its lateness (p50, p99, max) is what
   every other coroutine in the process waits for;
 * **stall**: the longest lateness of the same task while ``get_items()`` reads a
-  100,000-item session in full.
+  100,000-item session in full;
+* **the bare floor**: the same conversations on the issue's bare prototype (flock + write
+  inline, ``fdatasync`` in a thread, the tail read inline, nothing else), so a target the
+  machine itself sets shows as a miss of the floor too;
+* **the machine**: how often a busy CPU thread with no file work at all is frozen while
+  another process fdatasyncs flat out (on this VM: ~20 ms every 100 ms).
 
 Targets (issue 11): turns/s >= 3x SQLiteSession's, lag p99 <= max(3 ms, 3x SQLiteSession's),
 stall <= ~25 ms. Nothing is written unless ``--update-results`` or ``--out`` is given.
@@ -22,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import json
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -36,6 +43,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import items as item_source  # benchmarks/items.py
+import orjson
 
 from jsonl_session import JSONLSession
 
@@ -43,9 +51,52 @@ CONVERSATIONS = 20
 BIG = 100_000
 
 
+KINDS = {
+    "jsonl": "JSONLSession",
+    "sqlite": "SQLiteSession (file)",
+    "floor": "floor: flock + write inline, fdatasync in a thread, 20-item tail read inline",
+}
+
+
+class BareFloor:
+    """The issue's bare prototype: what any store that fsyncs off the loop must at least do.
+
+    ``add_items`` locks, writes and unlocks around an ``fdatasync`` in a worker thread;
+    ``get_items(limit)`` locks shared and parses the tail inline. No validation, no checks
+    for replaced files or torn tails, no cancellation safety.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    async def add_items(self, items: list[dict[str, Any]]) -> None:
+        payload = b"".join(orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE) for item in items)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            os.write(self.fd, payload)
+            await asyncio.get_running_loop().run_in_executor(None, os.fdatasync, self.fd)
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    async def get_items(self, limit: int) -> list[Any]:
+        await asyncio.sleep(0)
+        fcntl.flock(self.fd, fcntl.LOCK_SH)
+        try:
+            size = os.fstat(self.fd).st_size
+            data = os.pread(self.fd, min(size, 64 * 1024), max(0, size - 64 * 1024))
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        return [orjson.loads(line) for line in data.split(b"\n")[:-1][-limit:]]
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
 def open_sessions(kind: str, directory: Path, count: int, prefix: str) -> list[Any]:
     if kind == "jsonl":
         return [JSONLSession(f"{prefix}-{n}", directory) for n in range(count)]
+    if kind == "floor":
+        return [BareFloor(directory / f"{prefix}-{n}.jsonl") for n in range(count)]
     from agents.memory import SQLiteSession
 
     return [SQLiteSession(f"{prefix}-{n}", str(directory / "sqlite.db")) for n in range(count)]
@@ -137,26 +188,70 @@ async def full_read_stall(kind: str, directory: Path, size: int, reads: int) -> 
     }
 
 
+def _fsync_flat_out(path: str, seconds: float) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        os.write(fd, b"x" * 400)
+        os.fdatasync(fd)
+    os.close(fd)
+
+
+def machine_stalls(directory: Path, seconds: float) -> dict[str, float]:
+    """How long a busy CPU thread is frozen while *another process* fdatasyncs flat out.
+
+    No Python, no asyncio, no file work in the measuring loop: a gap here is time the machine
+    (hypervisor, disk emulation) takes from a running thread, and it caps any loop-lag p99.
+    """
+    worker = multiprocessing.get_context("spawn").Process(
+        target=_fsync_flat_out, args=(str(directory / "fsync-load"), seconds + 1)
+    )
+    worker.start()
+    time.sleep(0.5)  # the writer is running
+    gaps: list[float] = []
+    last = began = time.perf_counter()
+    while last - began < seconds:
+        now = time.perf_counter()
+        if now - last > 0.003:
+            gaps.append((now - last) * 1000)
+        last = now
+    worker.join()
+    return {
+        "gaps_over_3ms_per_s": len(gaps) / seconds,
+        "frozen_share": sum(gaps) / 1000 / seconds,
+        "longest_gap_ms": max(gaps, default=0.0),
+    }
+
+
 def summarise(rounds: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
 
 
 def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    jsonl, sqlite = results["turns"]["jsonl"], results["turns"]["sqlite"]
+    """Issue 11's targets, each with what the bare floor scores on the same measure in the same run."""
+    jsonl, sqlite, floor = (results["turns"][kind] for kind in ("jsonl", "sqlite", "floor"))
     ratio = jsonl["turns_per_s"] / sqlite["turns_per_s"]
+    floor_ratio = floor["turns_per_s"] / sqlite["turns_per_s"]
     lag_limit = max(3.0, 3 * sqlite["lag_p99_ms"])
     stall = results["stall"]["jsonl"]["stall_max_ms"]
     return [
-        {"target": "turns/s >= 3x SQLiteSession", "value": f"{ratio:.1f}x", "met": ratio >= 3},
+        {
+            "target": "turns/s >= 3x SQLiteSession",
+            "value": f"{ratio:.1f}x",
+            "met": ratio >= 3,
+            "floor": f"{floor_ratio:.1f}x",
+        },
         {
             "target": "loop lag p99 <= max(3 ms, 3x SQLiteSession's)",
             "value": f"{jsonl['lag_p99_ms']:.2f} ms (limit {lag_limit:.2f} ms)",
             "met": jsonl["lag_p99_ms"] <= lag_limit,
+            "floor": f"{floor['lag_p99_ms']:.2f} ms",
         },
         {
             "target": f"get_items() of {results['meta']['big']:,} items stalls the loop <= ~25 ms",
             "value": f"{stall:.1f} ms",
             "met": stall <= 25,
+            "floor": "–",
         },
     ]
 
@@ -172,15 +267,27 @@ def markdown(results: dict[str, Any]) -> str:
         ),
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for kind, label in (("jsonl", "JSONLSession"), ("sqlite", "SQLiteSession (file)")):
+    for kind, label in KINDS.items():
+        stall = f"{s[kind]['stall_max_ms']:.1f} ms | {s[kind]['read_ms']:.0f} ms" if kind in s else "– | –"
         lines.append(
             f"| {label} | {t[kind]['turns_per_s']:,.0f} | {t[kind]['lag_p50_ms']:.2f} ms "
-            f"| {t[kind]['lag_p99_ms']:.2f} ms | {t[kind]['lag_max_ms']:.1f} ms "
-            f"| {s[kind]['stall_max_ms']:.1f} ms | {s[kind]['read_ms']:.0f} ms |"
+            f"| {t[kind]['lag_p99_ms']:.2f} ms | {t[kind]['lag_max_ms']:.1f} ms | {stall} |"
         )
-    lines += ["", "| target | measured | met |", "|---|---|---|"]
+    lines += ["", "| target | measured | met | the bare floor, same measure |", "|---|---|---|---|"]
     for target in results["targets"]:
-        lines.append(f"| {target['target']} | {target['value']} | {'yes' if target['met'] else '**no**'} |")
+        met = "yes" if target["met"] else "**no**"
+        lines.append(f"| {target['target']} | {target['value']} | {met} | {target.get('floor', '–')} |")
+    machine = results.get("machine")
+    if machine:
+        lines += [
+            "",
+            (
+                f"The machine itself, same run: while another process fdatasyncs flat out, a busy CPU "
+                f"thread (no Python objects, no files) is frozen {machine['gaps_over_3ms_per_s']:.1f} "
+                f"times a second for more than 3 ms, {100 * machine['frozen_share']:.0f} % of the time, "
+                f"longest {machine['longest_gap_ms']:.1f} ms."
+            ),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -190,8 +297,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    kinds, labels = ["jsonl", "sqlite"], ["JSONLSession", "SQLiteSession"]
-    colors = ["#2a7", "#888"]
+    kinds, labels = ["jsonl", "sqlite", "floor"], ["JSONLSession", "SQLiteSession", "bare floor"]
+    colors = ["#2a7", "#888", "#bbb"]
     figure, axes = plt.subplots(1, 3, figsize=(11, 3.4))
     turns = [results["turns"][k]["turns_per_s"] for k in kinds]
     axes[0].bar(labels, turns, color=colors)
@@ -203,8 +310,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     axes[1].bar([i + 0.2 for i in x], p99, width=0.4, label="p99", color=colors)
     axes[1].set_xticks(list(x), labels)
     axes[1].set_title("loop lag of a 1 ms sleeper, ms (p50 light, p99)", fontsize=9)
-    stall = [results["stall"][k]["stall_max_ms"] for k in kinds]
-    axes[2].bar(labels, stall, color=colors)
+    stall = [results["stall"][k]["stall_max_ms"] for k in kinds[:2]]
+    axes[2].bar(labels[:2], stall, color=colors[:2])
     axes[2].axhline(25, color="#c33", linestyle="--", linewidth=1)
     axes[2].set_title(f"longest stall, get_items() of {results['meta']['big']:,}, ms", fontsize=9)
     figure.tight_layout()
@@ -212,9 +319,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 async def run(scratch: Path, rounds: int, seconds: float, big: int, reads: int, log: Any) -> dict[str, Any]:
-    per_round: dict[str, list[dict[str, float]]] = {"jsonl": [], "sqlite": []}
+    per_round: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
     for round_ in range(rounds):
-        order = ["jsonl", "sqlite"] if round_ % 2 == 0 else ["sqlite", "jsonl"]
+        order = list(KINDS)[round_ % 3 :] + list(KINDS)[: round_ % 3]  # rotate who goes first
         for kind in order:
             directory = scratch / f"{kind}-{round_}"
             directory.mkdir(parents=True)
@@ -226,7 +333,14 @@ async def run(scratch: Path, rounds: int, seconds: float, big: int, reads: int, 
         directory.mkdir(parents=True)
         stall[kind] = await full_read_stall(kind, directory, big, reads)
         log(f"stall {kind}: {stall[kind]}")
-    return {"turns": {k: summarise(v) for k, v in per_round.items()}, "rounds_raw": per_round, "stall": stall}
+    machine = machine_stalls(scratch, seconds)
+    log(f"machine: {machine}")
+    return {
+        "turns": {k: summarise(v) for k, v in per_round.items()},
+        "rounds_raw": per_round,
+        "stall": stall,
+        "machine": machine,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

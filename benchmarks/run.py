@@ -61,6 +61,7 @@ STORES = {
     "sqlite-file": "SQLiteSession (file)",
     "sqlite-memory": "SQLiteSession (:memory:)",
     "raw-fsync": "floor: orjson + write + fdatasync",
+    "raw-fsync-thread": "floor: orjson + write, fdatasync in a thread",
     "raw": "floor: orjson + write",
 }
 OPS = {
@@ -76,6 +77,7 @@ KEY_PAIRS = [
     ("jsonl", "sqlite-file"),
     ("jsonl-nofsync", "sqlite-memory"),
     ("jsonl", "raw-fsync"),
+    ("jsonl", "raw-fsync-thread"),
     ("jsonl-nofsync", "raw"),
 ]
 GIB = 1 << 30
@@ -162,11 +164,17 @@ class SQLiteStore(Store):
 
 
 class RawFloor:
-    """The least any JSONL store can do: no lock, no validation, no torn-tail handling."""
+    """The least any JSONL store can do: no lock, no validation, no torn-tail handling.
 
-    def __init__(self, path: Path, *, durable: bool) -> None:
+    With ``in_thread``, the floor of what issue 11 requires of an async store: the same work,
+    but every ``fdatasync`` and every full read in a worker thread (the event loop never
+    waits for the disk), as ``JSONLSession`` does. Nothing else is added.
+    """
+
+    def __init__(self, path: Path, *, durable: bool, in_thread: bool = False) -> None:
         self.path = path
         self.durable = durable
+        self.in_thread = in_thread
         self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     async def add_items(self, items: list[dict[str, Any]]) -> None:
@@ -176,9 +184,22 @@ class RawFloor:
             payload = b"".join([orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE) for item in items])
         os.write(self.fd, payload)
         if self.durable:
-            os.fdatasync(self.fd)
+            await self._run(os.fdatasync, self.fd)
+
+    async def _run(self, function: Callable[..., Any], *args: Any) -> Any:
+        if not self.in_thread:
+            return function(*args)
+        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
+        if limit is None:
+            return await self._run(self._read_sync, limit)  # type: ignore[no-any-return]
+        return self._read_sync(limit)
+
+    async def pop_item(self) -> Any:
+        return await self._run(self._pop_sync)
+
+    def _read_sync(self, limit: int | None) -> list[Any]:
         size = os.fstat(self.fd).st_size
         if limit is None:
             lines = os.pread(self.fd, size, 0).split(b"\n")
@@ -198,7 +219,7 @@ class RawFloor:
         finally:
             gc.enable()
 
-    async def pop_item(self) -> Any:
+    def _pop_sync(self) -> Any:
         size = os.fstat(self.fd).st_size
         block = os.pread(self.fd, min(size, 16 * 1024), max(0, size - 16 * 1024))
         start = block.rfind(b"\n", 0, len(block) - 1) + 1
@@ -213,11 +234,11 @@ class RawFloor:
 
 
 class RawStore(JSONLStore):
-    def __init__(self, name: str, directory: Path, *, durable: bool) -> None:
+    def __init__(self, name: str, directory: Path, *, durable: bool, in_thread: bool = False) -> None:
         super().__init__(name, directory, durable=False)
         self.session.close()
         directory.mkdir(parents=True, exist_ok=True)
-        self.session = RawFloor(directory / f"{name}.jsonl", durable=durable)
+        self.session = RawFloor(directory / f"{name}.jsonl", durable=durable, in_thread=in_thread)
 
 
 def open_stores(directory: Path, names: list[str]) -> list[Store]:
@@ -228,6 +249,7 @@ def open_stores(directory: Path, names: list[str]) -> list[Store]:
         "sqlite-file": lambda: SQLiteStore("sqlite-file", str(directory / "sqlite-file.db")),
         "sqlite-memory": lambda: SQLiteStore("sqlite-memory", ":memory:"),
         "raw-fsync": lambda: RawStore("raw-fsync", directory, durable=True),
+        "raw-fsync-thread": lambda: RawStore("raw-fsync-thread", directory, durable=True, in_thread=True),
         "raw": lambda: RawStore("raw", directory, durable=False),
     }
     return [makers[name]() for name in names]
@@ -532,11 +554,24 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
     targets: list[dict[str, Any]] = []
 
     def target(
-        name: str, value: float | None, limit: float, floor: float | None = None, unit: str = "x"
+        name: str,
+        value: float | None,
+        limit: float,
+        floor: float | None = None,
+        unit: str = "x",
+        floor_in_thread: float | None = None,
     ) -> None:
         met = None if value is None else value <= limit
         targets.append(
-            {"target": name, "value": value, "limit": limit, "unit": unit, "floor": floor, "met": met}
+            {
+                "target": name,
+                "value": value,
+                "limit": limit,
+                "unit": unit,
+                "floor": floor,
+                "floor_in_thread": floor_in_thread,
+                "met": met,
+            }
         )
 
     def worst(op: str, a: str, b: str) -> float:
@@ -553,11 +588,12 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
         worst("add_1", "jsonl", "sqlite-file"),
         0.5,
         worst("add_1", "raw-fsync", "sqlite-file"),
+        floor_in_thread=worst("add_1", "raw-fsync-thread", "sqlite-file"),
     )
-    target(
+    target(  # issue 6 asked 4x; issue 11 allows 5x now that every async call yields once
         "add_items 1 item, fsync off: JSONL / raw floor (worst size)",
         worst("add_1", "jsonl-nofsync", "raw"),
-        4.0,
+        5.0,
     )
     target(
         f"get_items(limit=20) at {big:,}: JSONL / itself at {small:,}",
@@ -576,12 +612,14 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
         at("get_all", "jsonl", "sqlite-file"),
         1 / 3,
         at("get_all", "raw", "sqlite-file"),
+        floor_in_thread=at("get_all", "raw-fsync-thread", "sqlite-file"),
     )
     target(
         f"pop_item at {big:,}: JSONL / itself at {small:,}",
         growth("pop", "jsonl"),
         1.5,
         growth("pop", "raw-fsync"),
+        floor_in_thread=growth("pop", "raw-fsync-thread"),
     )
     target(
         f"pop_item at {big:,}: JSONL durable=False / itself at {small:,} (no fdatasync)",
@@ -594,6 +632,7 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
         at("pop", "jsonl", "sqlite-file"),
         0.7,
         at("pop", "raw-fsync", "sqlite-file"),
+        floor_in_thread=at("pop", "raw-fsync-thread", "sqlite-file"),
     )
     tail = results.get("tail", {})
     target("live tail p50 (worse of watch / watch_sync)", tail_percentile(tail, "p50"), 5.0, unit="ms")
@@ -684,13 +723,24 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
                 )
     else:
         out.append(f"| live tail | {tail.get('missing') or tail.get('error') or 'not measured'} |")
-    out += ["", "| target | measured | limit | met | the raw floor, same ratio |", "|---|---|---|---|---|"]
+    out += [
+        "",
+        (
+            "| target | measured | limit | met | the raw floor, same ratio "
+            "| the floor with fdatasync in a thread |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
     for t in results["targets"]:
         unit = "x" if t["unit"] == "x" else f" {t['unit']}"
         value = "–" if t["value"] is None else f"{t['value']:.2f}{unit}"
         floor = "–" if t["floor"] is None else f"{t['floor']:.2f}{unit}"
+        in_thread = t.get("floor_in_thread")
+        floor_in_thread = "–" if in_thread is None else f"{in_thread:.2f}{unit}"
         met = "not measured" if t["met"] is None else "yes" if t["met"] else "**no**"
-        out.append(f"| {t['target']} | {value} | ≤ {t['limit']:.2f}{unit} | {met} | {floor} |")
+        out.append(
+            f"| {t['target']} | {value} | ≤ {t['limit']:.2f}{unit} | {met} | {floor} | {floor_in_thread} |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -707,6 +757,7 @@ def plot(results: dict[str, Any], sizes: list[int], path: Path) -> None:
         "sqlite-file": ("tab:red", "s", "-"),
         "sqlite-memory": ("tab:red", "s", "--"),
         "raw-fsync": ("tab:gray", "^", "-"),
+        "raw-fsync-thread": ("tab:gray", "v", ":"),
         "raw": ("tab:gray", "^", "--"),
     }
     for axis, (op, label) in zip(axes.flat, OPS.items()):

@@ -92,7 +92,12 @@ def decoder_for(data: bytes) -> Callable[[bytes], Any]:
 
     Checking a whole block at once costs a fraction of checking line by line.
     """
-    return decode_line if has_long_digit_run(data) else orjson.loads
+    return decoder(long_numbers=has_long_digit_run(data))
+
+
+def decoder(*, long_numbers: bool) -> Callable[[bytes], Any]:
+    """Plain orjson, or the exact parser when the lines may hold 19+ digit numbers."""
+    return decode_line if long_numbers else orjson.loads
 
 
 def has_long_digit_run(data: bytes) -> bool:

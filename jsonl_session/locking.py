@@ -58,14 +58,18 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import LockReentryError, LockTimeout
 from .files import MISSING, fsync_directory, make_private_directories, open_file
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 __all__ = [
     "BUSY",
     "DEFAULT_LOCK_TIMEOUT",
+    "IO_THREADS",
     "MISSING",
     "AsyncLocked",
     "FileHandle",
@@ -74,7 +78,9 @@ __all__ = [
     "check_lock_timeout",
     "close_in_forked_child",
     "fsync_directory",
+    "io_threads",
     "make_private_directories",
+    "wait_for_io_threads",
 ]
 
 T = TypeVar("T")
@@ -202,19 +208,21 @@ class FileHandle:
         return Locked(self, write, create, None)
 
     def locked_async(
-        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT
+        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT, yield_first: bool = True
     ) -> AsyncLocked:
         """The asynchronous equivalent of :meth:`locked`: ``async with``, waiting with ``asyncio.sleep``.
 
-        Entering always lets other tasks run once; the first attempt at the lock is inline,
-        so the uncontended path costs no thread hand-off. See :meth:`AsyncLocked.finish_in_thread`
+        Every block lets other tasks run at least once: on entering, or, with
+        ``yield_first=False`` (for blocks that will hand their work to a thread, which yields
+        anyway), on leaving if it never did. The first attempt at the lock is inline, so the
+        uncontended path costs no thread hand-off. See :meth:`AsyncLocked.finish_in_thread`
         for work that must not run on the loop.
 
         Example:
             >>> async with handle.locked_async(write=False, create=False) as fd:  # doctest: +SKIP
             ...     items = storage.read_items(fd, handle.path, 20)
         """
-        return AsyncLocked(self, write, create, check_lock_timeout(timeout))
+        return AsyncLocked(self, write, create, check_lock_timeout(timeout), yield_first)
 
     def replaced(self) -> None:
         """Inside a locked block: the file was replaced or deleted, reopen it next time."""
@@ -346,12 +354,10 @@ class FileHandle:
     async def _lock_polling(
         self, owner: object, token: int, write: bool, create: bool, timeout: float
     ) -> int:
+        """After a first attempt found the lock ``BUSY``: retry, sleeping on the loop in between."""
         import asyncio  # here, not at import time: the CLI starts without asyncio
 
         thread = threading.get_ident()
-        fd = self._try_lock(owner, token, write, create, thread)
-        if fd != BUSY:
-            return fd
         deadline = time.monotonic() + timeout
         for delay in backoff_delays():
             remaining = deadline - time.monotonic()
@@ -445,26 +451,43 @@ class AsyncLocked:
         ...     await lock.finish_in_thread(os.fdatasync, fd)  # unlocks in the thread
     """
 
-    __slots__ = ("__weakref__", "_create", "_handed_off", "_handle", "_timeout", "_token", "_write")
+    __slots__ = (
+        "__weakref__",
+        "_create",
+        "_handed_off",
+        "_handle",
+        "_timeout",
+        "_token",
+        "_write",
+        "_yield_first",
+    )
 
-    def __init__(self, handle: FileHandle, write: bool, create: bool, timeout: float) -> None:
+    def __init__(
+        self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = True
+    ) -> None:
         self._handle = handle
         self._token = 0
         self._write, self._create, self._timeout = write, create, timeout
         self._handed_off = False
+        self._yield_first = yield_first
         self._token = next(_tokens)
 
     async def __aenter__(self) -> int:
-        import asyncio
-
-        await asyncio.sleep(0)  # every async call lets the other tasks run at least once
+        if self._yield_first:
+            await _YIELD_ONCE  # every async call lets the other tasks run at least once
         handle = self._handle
         if self._create and handle._fd is None and handle.durable:
-            await asyncio.to_thread(handle._open_ahead, self._write)
+            import asyncio
+
+            await asyncio.get_running_loop().run_in_executor(io_threads(), handle._open_ahead, self._write)
+        token = self._token
         try:
-            return await handle._lock_polling(self, self._token, self._write, self._create, self._timeout)
+            fd = handle._try_lock(self, token, self._write, self._create, threading.get_ident())
+            if fd == BUSY:  # held by another process (or task): wait without blocking the loop
+                fd = await handle._lock_polling(self, token, self._write, self._create, self._timeout)
+            return fd
         except BaseException:
-            handle._release(self._token)  # cancelled, or a signal, after the lock was taken
+            handle._release(token)  # cancelled, or a signal, after the lock was taken
             raise
 
     def __aexit__(
@@ -473,29 +496,100 @@ class AsyncLocked:
         # A plain method that releases at once and returns a finished awaitable: a coroutine
         # would hold this object, and one created but never awaited (a signal in between)
         # can be kept alive by whoever records its RuntimeWarning.
-        if not self._handed_off:
-            self._handle._release(self._token)
-        return _DONE
+        if self._handed_off:
+            return _DONE
+        self._handle._release(self._token)
+        return _DONE if self._yield_first else _YIELD_ONCE  # it promised to yield, and has not
 
     async def finish_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.
 
-        The caller's wait is shielded: if it is cancelled, the work still completes and the
-        lock is released by the worker, never left half-done or held.
+        If the caller is cancelled, it stops waiting at once, but the work still completes and
+        the worker releases the lock: nothing is left half-done or held. The worker reports
+        back with one ``call_soon_threadsafe``: the hand-off costs two loop wake-ups, not
+        the four of ``asyncio.shield(loop.run_in_executor(...))``.
         """
         import asyncio
 
         loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
         self._handed_off = True
         self._handle._holder_thread = 0  # the worker owns it now; this thread may wait for it
-        future = loop.run_in_executor(None, self._finish, function, args)
-        return await asyncio.shield(future)
-
-    def _finish(self, function: Callable[..., T], args: tuple[Any, ...]) -> T:
         try:
-            return function(*args)
-        finally:
-            self._handle._release(self._token)
+            io_threads().submit(self._finish, function, args, loop, done)
+        except BaseException:
+            self._handle._release(self._token)  # never started: nobody else will unlock
+            raise
+        return await done
+
+    def _finish(self, function: Callable[..., T], args: tuple[Any, ...], loop: Any, done: Any) -> None:
+        try:
+            try:
+                result = function(*args)
+            finally:
+                self._handle._release(self._token)
+        except BaseException as error:  # noqa: BLE001  (handed to the awaiting task, which raises it)
+            _report(loop, done, None, error)
+        else:
+            _report(loop, done, result, None)
+
+
+def _report(loop: Any, done: Any, result: Any, error: BaseException | None) -> None:
+    """From a worker: settle ``done`` on its loop (unless the awaiting task gave up on it)."""
+    try:
+        loop.call_soon_threadsafe(_settle, done, result, error)
+    except RuntimeError:
+        pass  # the loop is closed: nobody is waiting any more; the work is done and unlocked
+
+
+def _settle(done: Any, result: Any, error: BaseException | None) -> None:
+    if done.cancelled():
+        return
+    if error is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(result)
+
+
+IO_THREADS = min(32, (os.cpu_count() or 1) + 4)
+"""Worker threads for async file work (the size of ``asyncio``'s default pool)."""
+
+_io_threads: ThreadPoolExecutor | None = None
+
+
+def io_threads() -> ThreadPoolExecutor:
+    """The worker threads that run fsyncs, big reads and rewrites for async calls.
+
+    Our own pool rather than the loop's default one: it outlives ``asyncio.run`` (which shuts
+    the default pool down at the end), so ``Runner.run_sync`` calls in a row reuse warm threads.
+    A forked child starts a new pool (the parent's threads do not exist there).
+    """
+    global _io_threads
+    if _io_threads is None:
+        from concurrent.futures import ThreadPoolExecutor  # not at start-up: the CLI never needs it
+
+        _io_threads = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="jsonl-session-io")
+    return _io_threads
+
+
+def wait_for_io_threads() -> None:
+    """Wait until every piece of work handed to a worker thread is done (the pool then restarts on use).
+
+    Work whose caller was cancelled still runs to the end; this is how to wait for it, e.g.
+    before checking a file in a test.
+    """
+    global _io_threads
+    pool, _io_threads = _io_threads, None
+    if pool is not None:
+        pool.shutdown(wait=True)
+
+
+def _forget_io_threads_in_child() -> None:
+    global _io_threads
+    _io_threads = None
+
+
+os.register_at_fork(after_in_child=_forget_io_threads_in_child)
 
 
 class _Done:
@@ -508,6 +602,18 @@ class _Done:
 
 
 _DONE = _Done()
+
+
+class _YieldOnce:
+    """An awaitable that lets the other tasks run once, like ``asyncio.sleep(0)``."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield  # a bare yield makes the running task reschedule itself
+
+
+_YIELD_ONCE = _YieldOnce()
 
 
 def _lock_nonblocking(fd: int, *, write: bool) -> bool:

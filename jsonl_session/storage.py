@@ -352,11 +352,8 @@ def describe_bad_line(line: bytes) -> str | None:
 
 
 def _read_all(fd: int, path: Path, size: int) -> list[Any]:
-    data = read_range(fd, 0, size)
-    data = data.removeprefix(codec.BOM)
-    loads = codec.decoder_for(data)
-    lines = split_lines(data)
-    del data
+    lines, long_numbers = read_lines(fd, size)
+    loads = codec.decoder(long_numbers=long_numbers)
     tail = lines.pop()
     items: list[Any] = []
     careful = False
@@ -384,24 +381,34 @@ def _read_all(fd: int, path: Path, size: int) -> list[Any]:
     return items
 
 
-def split_lines(data: bytes) -> list[bytes]:
-    """``data.split(b"\\n")``, done 1 MiB at a time.
+def read_lines(fd: int, size: int) -> tuple[list[bytes], bool]:
+    """The file's lines (BOM stripped; the last is what follows the last newline), read and
+    split ``_SPLIT_PIECE`` bytes at a time, and whether any holds a 19+ digit run.
 
     One ``split`` of a 45 MB file holds the GIL for tens of milliseconds, stalling the event
-    loop even when the read runs in a worker thread; between pieces the loop gets its turn
-    (benchmarks/loop_lag.py measures the longest stall).
+    loop even when the read runs in a worker thread; a piece at a time, the loop gets its turn
+    (benchmarks/loop_lag.py measures the longest stall). Reading piece by piece also spares
+    copying a whole-file buffer, and the digit check runs on each piece while it is in cache.
     """
-    if len(data) <= _SPLIT_PIECE:
-        return data.split(b"\n")
     lines: list[bytes] = []
-    start = 0
-    while True:
-        cut = data.find(b"\n", start + _SPLIT_PIECE)
-        if cut < 0:
-            lines.extend(data[start:].split(b"\n"))
-            return lines
-        lines.extend(data[start:cut].split(b"\n"))
-        start = cut + 1
+    carry = b""  # the unfinished line at the end of the previous piece
+    long_numbers = False
+    for start in range(0, size, _SPLIT_PIECE):
+        piece = read_range(fd, start, min(size, start + _SPLIT_PIECE))
+        if not piece:
+            break  # the file shrank under a lock-free reader: what was read is what there is
+        if start == 0:
+            piece = piece.removeprefix(codec.BOM)
+        parts = piece.split(b"\n")
+        # A number never spans a newline, so checking each piece and each joined line finds every run.
+        long_numbers = long_numbers or codec.has_long_digit_run(piece)
+        if carry:
+            parts[0] = carry + parts[0]
+            long_numbers = long_numbers or codec.has_long_digit_run(parts[0])
+        carry = parts.pop()
+        lines.extend(parts)
+    lines.append(carry)
+    return lines, long_numbers
 
 
 def _read_lines_carefully(lines: list[bytes], path: Path, loads: Any) -> list[Any]:

@@ -6,7 +6,6 @@ import asyncio
 import random
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from lock_helpers import another_process_can_lock
 
 from jsonl_session import JSONLSession
+from jsonl_session.locking import IO_THREADS, io_threads, wait_for_io_threads
 
 
 def assert_lock_is_free(session: JSONLSession) -> None:
@@ -91,9 +91,8 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
     gate = threading.Event()
 
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        loop.set_default_executor(ThreadPoolExecutor(1))
-        blocker = loop.run_in_executor(None, gate.wait, 60)  # the only worker is busy: our fsync queues
+        for _ in range(IO_THREADS):  # every worker is busy: our fsync queues
+            io_threads().submit(gate.wait, 60)
         task = asyncio.create_task(session.add_items([{"b": 2}]))
         while session.path.stat().st_size == size_before:  # written on the loop; fsync still to come
             await asyncio.sleep(0)
@@ -102,8 +101,7 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
             await task
         assert not another_process_can_lock(session.path)  # the worker owes the fsync, and holds the lock
         gate.set()
-        await blocker
-        await loop.shutdown_default_executor()  # joins the worker: the fsync ran and it unlocked
+        wait_for_io_threads()  # joins the workers: the fsync ran and it unlocked
 
     asyncio.run(main())
     assert session.get_items_sync() == [{"a": 1}, {"b": 2}]
@@ -112,6 +110,8 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
 
 def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
     ticks = 0
+    missing = JSONLSession("never-written", session.directory)
+    fast = JSONLSession("not-durable", session.directory, durable=False)
 
     async def ticker() -> None:
         nonlocal ticks
@@ -129,6 +129,12 @@ def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
             lambda: session.get_items(limit=1),
             session.pop_item,
             session.clear_session,
+            # Durable writes yield while their worker works; with no file there is no worker.
+            lambda: missing.pop_item(),
+            lambda: missing.clear_session(),
+            lambda: fast.add_items([{"a": 1}]),
+            fast.pop_item,
+            fast.clear_session,
         ]
         for call in calls:
             before = ticks

@@ -3,19 +3,36 @@
 from __future__ import annotations
 
 import gc
+import os
 import random
+from pathlib import Path
 
 import pytest
 
-from jsonl_session import JSONLSession, MalformedLineError, storage
+from jsonl_session import JSONLSession, MalformedLineError, codec, storage
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_split_lines_in_pieces_equals_one_split(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("seed", range(40))
+def test_reading_lines_in_pieces_equals_one_split(
+    seed: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(storage, "_SPLIT_PIECE", 7)
     rng = random.Random(seed)
-    data = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(0, 200)))
-    assert storage.split_lines(data) == data.split(b"\n")
+    data = bytes(rng.choice(b"a1\n") for _ in range(rng.randrange(0, 200)))
+    if seed % 3 == 1:  # a 19-digit number, cut by piece boundaries
+        at = rng.randrange(len(data) + 1)
+        data = data[:at] + b"1" * 19 + data[at:]
+    if seed % 4 == 0:
+        data = codec.BOM + data
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        lines, long_numbers = storage.read_lines(fd, len(data))
+    finally:
+        os.close(fd)
+    assert lines == data.removeprefix(codec.BOM).split(b"\n")
+    assert long_numbers == codec.has_long_digit_run(data)  # also a run cut by a piece boundary
 
 
 def test_a_full_read_in_pieces_returns_every_item(
