@@ -39,8 +39,8 @@ from .errors import (
     SessionFileError,
     UnsafePathError,
 )
-from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
-from .naming import id_for
+from .locking import DEFAULT_LOCK_TIMEOUT
+from .naming import filename_for, id_for
 from .terminal import printable
 from .transcript import Style, heading, label, render, text_of
 
@@ -325,15 +325,18 @@ def cmd_grep(args: argparse.Namespace) -> int:
         pattern = re.compile(args.pattern, flags)
     except re.error as exc:
         raise UsageError(f"bad pattern {args.pattern!r}: {exc}") from None
-    needle = _byte_prefilter(args.pattern)
+    from .search import matching_items, prefilter_for
+
+    prefilter = prefilter_for(args.pattern, ignore_case=args.ignore_case)
     style = _style(sys.stdout)
     ids = args.ids or _directory(args).ids()
     matches = 0
     write = sys.stdout.write
     skipped: list[Exception] = []
     for session_id in ids:
-        session = _existing(args, session_id) if args.ids else _open(args, session_id)
-        found = _matching_items(session.path, needle, args.ignore_case, args.lock_timeout)
+        # a folder's ids name regular files already: no session object needed (start-up)
+        path = _existing(args, session_id).path if args.ids else Path(args.dir) / filename_for(session_id)
+        found = matching_items(path, prefilter, args.lock_timeout)
         if not args.ids:  # searching the folder: an unreadable file is named and skipped
             found = _skipping_errors(found, skipped.append)
         for number, item in found:
@@ -693,57 +696,6 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
     return 1 if findings or refused else 0
 
 
-def _byte_prefilter(pattern: str) -> bytes | None:
-    """Bytes that every line with a match must contain, or None to decode every line.
-
-    A plain ASCII literal appears in a JSON line exactly as in the text (orjson, ``json`` and
-    every writer we know escape only quotes, backslashes and control characters), so the raw
-    file can be searched with ``bytes.find`` and only the lines that contain it decoded.
-    Not eligible: regex syntax, quotes, backslashes, slashes (PHP writes ``\\/``) and non-ASCII,
-    which may hide behind escapes; ``:`` and ``,``, which a writer may follow with a space
-    that the searched text (arguments re-serialised compactly) does not have. Parts of a
-    message are joined with a space, so a pattern with spaces is pre-filtered on its longest
-    word only (a word cannot span two parts). ``tests/test_grep_prefilter.py`` pins each case.
-    """
-    if not pattern or not all(" " <= char <= "~" for char in pattern):
-        return None
-    if set(pattern) & set('.^$*+?{}[]\\|()"/:,'):
-        return None
-    longest = max(pattern.split(" "), key=len)
-    return longest.encode() if longest else None
-
-
-def _matching_items(
-    path: Path, needle: bytes | None, ignore_case: bool, lock_timeout: float
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, item)`` of each item whose line contains ``needle`` (every item without one)."""
-    import orjson
-
-    handle = FileHandle(path)
-    try:
-        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
-            if fd == MISSING:
-                return
-            data = storage.read_range(fd, 0, handle.size).removeprefix(codec.BOM)
-    finally:
-        handle.close()
-    if needle is None:
-        spans: Iterator[tuple[int, bytes]] = (
-            (line.number, line.data) for line in storage.scan_lines(data).lines
-        )
-    else:
-        spans = _lines_containing(data, needle, ignore_case)
-    for number, line in spans:
-        if codec.is_blank(line):
-            continue
-        try:
-            item = orjson.loads(line)  # not codec.decode_line: exact huge ints do not matter to a search
-        except ValueError:
-            continue  # malformed lines and torn tails are `check`'s business, not grep's
-        if isinstance(item, dict):
-            yield number, item
-
-
 def _skipping_errors(
     found: Iterator[tuple[int, dict[str, Any]]], on_error: Callable[[Exception], None]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -755,27 +707,6 @@ def _skipping_errors(
 
 def _skip_warning(exc: BaseException) -> None:
     _note(f"{PROG}: warning: {_message(exc)}; skipped")
-
-
-def _lines_containing(data: bytes, needle: bytes, ignore_case: bool) -> Iterator[tuple[int, bytes]]:
-    """``(line number, line)`` of each line of ``data`` that contains ``needle``.
-
-    ``bytes.find`` is several times faster than a compiled regex, and ten times faster than
-    one with ``re.IGNORECASE``; ``bytes.lower`` only changes ASCII letters, so offsets in the
-    lowered copy are offsets in ``data``.
-    """
-    haystack = data.lower() if ignore_case else data
-    if ignore_case:
-        needle = needle.lower()
-    number, counted_to, position = 1, 0, 0
-    while (found := haystack.find(needle, position)) >= 0:
-        start = data.rfind(b"\n", 0, found) + 1
-        end = data.find(b"\n", found + len(needle))
-        end = len(data) if end < 0 else end
-        number += data.count(b"\n", counted_to, start)
-        counted_to = start
-        yield number, data[start:end]
-        position = end + 1
 
 
 def _snippet(text: str, match: re.Match[str], style: Style) -> str:

@@ -9,12 +9,15 @@ re-serialised) must not be pre-filtered on the joined form.
 from __future__ import annotations
 
 import json
+import re
+import string
 from pathlib import Path
 
 import pytest
 from cli_helpers import write_lines
 
 from jsonl_session.cli import main
+from jsonl_session.search import FOLDS
 
 
 def grep(capsys: pytest.CaptureFixture[str], directory: Path, *args: str) -> list[str]:
@@ -51,3 +54,120 @@ def test_a_plain_word_still_finds_only_lines_that_contain_it(
     ]
     write_lines(sessions_dir / "many.jsonl", lines)
     assert grep(capsys, sessions_dir, "zanzibar") == ["many:8: user: line 7 zanzibar"]
+
+
+def hand_written(directory: Path, name: str, *lines: str) -> None:
+    """Lines exactly as another tool might write them (escapes and all), not as we would."""
+    write_lines(directory / f"{name}.jsonl", [line.encode() for line in lines])
+
+
+def test_a_word_written_with_unicode_escapes_is_found(
+    sessions_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # JSON may escape any character as \\uXXXX, ASCII letters too: the raw bytes never hold "zanzibar"
+    hand_written(
+        sessions_dir,
+        "escaped",
+        r'{"role": "user", "content": "to zan\u007aibar"}',
+        r'{"role": "user", "content": "to \u005aANZIBAR"}',
+        r'{"role": "user", "content": "caf\u00e9 au lait"}',
+    )
+    assert grep(capsys, sessions_dir, "zanzibar") == ["escaped:1: user: to zanzibar"]
+    assert grep(capsys, sessions_dir, "-i", "zanzibar") == [
+        "escaped:1: user: to zanzibar",
+        "escaped:2: user: to ZANZIBAR",
+    ]
+    assert grep(capsys, sessions_dir, "café") == ["escaped:3: user: café au lait"]
+    assert grep(capsys, sessions_dir, "-i", "CAFÉ") == ["escaped:3: user: café au lait"]
+
+
+def test_ignore_case_finds_ascii_and_unicode_case_variants(
+    sessions_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Python's re folds ſ (U+017F) to s, K (Kelvin, U+212A) to k, and ı/İ to i: none holds the ASCII bytes
+    hand_written(
+        sessions_dir,
+        "cases",
+        '{"role": "user", "content": "Sunny in PARIS"}',
+        '{"role": "user", "content": "ſunny in paris"}',
+        r'{"role": "user", "content": "\u017funny again"}',
+        '{"role": "user", "content": "\u212aelvin scale"}',
+        '{"role": "user", "content": "İstanbul by nıght"}',
+        '{"role": "user", "content": "été à PARÍS"}',
+    )
+    assert grep(capsys, sessions_dir, "-i", "sunny") == [
+        "cases:1: user: Sunny in PARIS",
+        "cases:2: user: ſunny in paris",
+        "cases:3: user: ſunny again",
+    ]
+    assert grep(capsys, sessions_dir, "sunny") == []
+    assert grep(capsys, sessions_dir, "-i", "kelvin") == ["cases:4: user: \u212aelvin scale"]
+    assert grep(capsys, sessions_dir, "-i", "night") == ["cases:5: user: İstanbul by nıght"]
+    assert grep(capsys, sessions_dir, "-i", "ÉTÉ") == ["cases:6: user: été à PARÍS"]
+    assert grep(capsys, sessions_dir, "-i", "paris") == [
+        "cases:1: user: Sunny in PARIS",
+        "cases:2: user: ſunny in paris",
+    ]
+
+
+def test_keys_are_not_message_text(sessions_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hand_written(
+        sessions_dir,
+        "keys",
+        '{"role": "user", "content": "hello"}',
+        '{"role": "assistant", "content": "the role of content"}',
+        json.dumps(
+            {"type": "function_call", "name": "lookup", "arguments": '{"city": "Paris"}', "call_id": "c1"}
+        ),
+    )
+    assert grep(capsys, sessions_dir, "role") == ["keys:2: assistant: the role of content"]
+    assert grep(capsys, sessions_dir, "content") == ["keys:2: assistant: the role of content"]
+    assert grep(capsys, sessions_dir, "call_id") == []
+    assert grep(capsys, sessions_dir, "city") == ['keys:3: tool call: lookup({"city": "Paris"})']
+    assert grep(capsys, sessions_dir, "lookup") == ['keys:3: tool call: lookup({"city": "Paris"})']
+
+
+def test_line_numbers_are_the_same_with_and_without_the_pre_filter(
+    sessions_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a BOM, a blank line and CRLF endings: "needle" is pre-filtered, "need[l]e" decodes every line
+    data = (
+        b'\xef\xbb\xbf{"role": "user", "content": "first"}\r\n'
+        b"\r\n"
+        b'{"role": "user", "content": "a needle"}\r\n'
+        b"   \n"
+        b'{"role": "assistant", "content": "another needle"}\n'
+        b'{"role": "user", "content": "needle in a torn tail"'
+    )
+    write_lines(sessions_dir / "crlf.jsonl", [data], end=b"")
+    expected = ["crlf:3: user: a needle", "crlf:5: assistant: another needle"]
+    assert grep(capsys, sessions_dir, "needle") == expected
+    assert grep(capsys, sessions_dir, "need[l]e") == expected
+    assert grep(capsys, sessions_dir, "-i", "NEEDLE") == expected
+
+
+def test_the_pre_filter_knows_every_non_ascii_character_that_ignore_case_matches_to_a_letter() -> None:
+    any_letter = re.compile("[a-z]", re.IGNORECASE)
+    folds: dict[str, str] = {}
+    for code in range(128, 0x110000):
+        char = chr(code)
+        if any_letter.fullmatch(char):
+            (letter,) = (x for x in string.ascii_lowercase if re.fullmatch(x, char, re.IGNORECASE))
+            folds[letter] = folds.get(letter, "") + char
+    assert folds == FOLDS
+
+
+def test_words_the_text_is_built_with_are_found(
+    sessions_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the raw line holds none of them: 1E2 is shown as 100.0, a null name as None, a bare part as [part]
+    hand_written(
+        sessions_dir,
+        "built",
+        '{"type": "function_call", "name": "f", "arguments": {"n": 1E2}, "call_id": "c1"}',
+        '{"type": "function_call", "name": null, "arguments": "{}", "call_id": "c2"}',
+        '{"role": "user", "content": [{"x": 1}]}',
+    )
+    assert grep(capsys, sessions_dir, "100") == ['built:1: tool call: f({"n":100.0})']
+    assert grep(capsys, sessions_dir, "None") == ["built:2: tool call: None({})"]
+    assert grep(capsys, sessions_dir, "part") == ["built:3: user: [part]"]

@@ -1,0 +1,149 @@
+"""What ``jsonl-session grep`` reads: the lines of a session whose text may match, decoded.
+
+Decoding 60 MB of JSON to find one word takes about a second; finding the word in the raw
+bytes takes a few tens of milliseconds. So when the pattern is a plain word, :func:`matching_items`
+looks for it in the file's bytes and decodes only the lines that may hold it; the regex still
+runs on each decoded item's text, so the pre-filter changes the speed, never the answer.
+
+It may keep a line whose text does not match, never drop one that does. The text of an item
+holds a word its raw line does not in these cases, each handled here:
+
+* JSON may write any character as ``\\uXXXX`` (``zan\\u007aibar``): every line with a ``\\u``
+  escape is decoded too;
+* with ``-i``, Python's ``re`` also folds ``ſ`` to s, the Kelvin sign to k and ``ı``, ``İ`` to i:
+  lines holding those characters are decoded when the word has the letter;
+* the text is partly *built* (``transcript.text_of``): parts joined with spaces (a word
+  cannot span two), tool arguments serialised again compactly (no ``:`` or ``,`` in a word;
+  numbers re-formatted, ``1E2`` becomes ``100.0``: no digits), and ``[part]``, ``None``,
+  ``True``, ``False``, ``inf``, ``nan`` from values that are no text: words found in those
+  are not pre-filtered.
+
+``tests/test_grep_prefilter.py`` pins each case.
+
+Example:
+    >>> prefilter_for("zanzibar", ignore_case=False).word
+    b'zanzibar'
+    >>> prefilter_for("zan.*bar", ignore_case=False) is None      # regex syntax: decode every line
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from . import codec, storage
+from .locking import MISSING, FileHandle
+
+# Regex syntax, and characters a writer may escape (``"``, ``\\``, ``\\/``) or follow with a
+# space (``:``, ``,``) where the compactly re-serialised text has none.
+_NOT_LITERAL = frozenset('.^$*+?{}[]\\|()"/:,')
+# Text that text_of makes up rather than copies from the line.
+_BUILT = ("[part]", "none", "true", "false", "inf", "nan")
+# Non-ASCII characters that re.IGNORECASE matches to an ASCII letter (all of them: checked by
+# the test over every code point).
+FOLDS = {"i": "\u0130\u0131", "k": "\u212a", "s": "\u017f"}
+_ESCAPE = re.compile(rb"\\u")
+
+
+class Prefilter:
+    """Which raw lines may hold a match: those with ``word`` (lower-cased with ``-i``), a ``\\u``
+    escape, or (with ``-i``) one of ``variants``."""
+
+    def __init__(self, word: str, *, ignore_case: bool) -> None:
+        self.ignore_case = ignore_case
+        self.word = (word.lower() if ignore_case else word).encode()
+        folds = "".join(FOLDS.get(char, "") for char in set(word.lower())) if ignore_case else ""
+        self.variants = tuple(char.encode() for char in sorted(folds))
+        self._word = re.compile(re.escape(self.word))
+
+    def lines(self, data: bytes) -> Iterator[tuple[int, bytes]]:
+        """``(line number, line)`` of each line of ``data`` that may hold a match, in order."""
+        haystack = data.lower() if self.ignore_case else data
+        hits: Iterator[int] = _one_per_line(haystack, self._word)
+        extra: list[int] = []
+        if b"\\" in data:  # memchr: most files without escapes skip the regex
+            extra += (found.start() for found in _ESCAPE.finditer(data))
+        if self.variants and not data.isascii():
+            for variant in self.variants:
+                extra += _one_per_line(data, re.compile(re.escape(variant)))
+        if extra:
+            hits = iter(sorted({*hits, *extra}))
+        number, counted_to, line_end = 1, 0, -1
+        for found in hits:
+            if found <= line_end:
+                continue  # another hit in the line just yielded
+            start = data.rfind(b"\n", 0, found) + 1
+            line_end = data.find(b"\n", found)
+            line_end = len(data) if line_end < 0 else line_end
+            number += data.count(b"\n", counted_to, start)
+            counted_to = start
+            yield number, data[start:line_end]
+
+
+def prefilter_for(pattern: str, *, ignore_case: bool) -> Prefilter | None:
+    """A pre-filter for ``pattern``, or None when every line must be decoded.
+
+    Only a plain printable-ASCII literal qualifies; with spaces, its longest word is looked
+    for (parts of a message are joined with a space, so a word never spans two).
+    """
+    if not pattern or not all(" " <= char <= "~" for char in pattern) or _NOT_LITERAL & set(pattern):
+        return None
+    word = max(pattern.split(" "), key=len)
+    if not word or any(char.isdigit() for char in word) or any(word.lower() in text for text in _BUILT):
+        return None
+    return Prefilter(word, ignore_case=ignore_case)
+
+
+def matching_items(
+    path: Path, prefilter: Prefilter | None, lock_timeout: float
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, item)`` of each item whose line passes ``prefilter`` (every item without one).
+
+    The file is read whole under its shared lock; blank, malformed and torn lines are skipped
+    (they are ``check``'s business, not grep's), as are lines that hold no JSON object.
+    """
+    import orjson
+
+    handle = FileHandle(path)
+    try:
+        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                return
+            data = storage.read_range(fd, 0, handle.size).removeprefix(codec.BOM)
+    finally:
+        handle.close()
+    if prefilter is None:
+        lines: Iterator[tuple[int, bytes]] = (
+            (line.number, line.data) for line in storage.scan_lines(data).lines
+        )
+    else:
+        lines = prefilter.lines(data)
+    for number, line in lines:
+        if codec.is_blank(line):
+            continue
+        try:
+            item = orjson.loads(line)  # not codec.decode_line: exact huge ints do not matter to a search
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            yield number, item
+
+
+def _one_per_line(haystack: bytes, literal: re.Pattern[bytes]) -> Iterator[int]:
+    """Offsets of ``literal`` in ``haystack``, the first in each line only.
+
+    A compiled literal finds a word ~20% faster than ``bytes.find`` and several times faster
+    than a pattern with ``re.IGNORECASE`` (``-i`` searches a lower-cased copy instead:
+    ``bytes.lower`` changes only ASCII letters, so its offsets are offsets in the original).
+    """
+    search = literal.search
+    position = 0
+    while (found := search(haystack, position)) is not None:
+        yield found.start()
+        end = haystack.find(b"\n", found.end())
+        if end < 0:
+            return
+        position = end + 1
