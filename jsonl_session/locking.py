@@ -179,7 +179,6 @@ class FileHandle:
         self._holder_thread = 0  # to refuse a same-thread deadlock
         self._reopen = False  # drop the descriptor on release (the file was replaced)
         self._abandoned: weakref.ref[object] | None = None  # see _try_lock
-        self._legacy: Locked | None = None
         close_in_forked_child(self)
 
     def locked(self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Locked:
@@ -255,31 +254,6 @@ class FileHandle:
         self._holder = self._holder_thread = 0
         self._reopen = False
         self._abandoned = None
-        self._legacy = None
-
-    # -- the hand-written protocol, kept for callers not yet on locked() --------------------
-
-    def try_acquire(self, *, write: bool, create: bool) -> int:
-        """Deprecated: use :meth:`try_locked`. Returns the fd, ``BUSY`` or ``MISSING``."""
-        return self._enter_legacy(Locked(self, write, create, None))
-
-    def acquire(self, *, write: bool, create: bool, timeout: float) -> int:
-        """Deprecated: use :meth:`locked`. Call :meth:`release` when done."""
-        return self._enter_legacy(Locked(self, write, create, check_lock_timeout(timeout)))
-
-    def release(self, *, invalidate: bool = False) -> None:
-        """Deprecated: the end of a :meth:`try_acquire` or :meth:`acquire`."""
-        lock, self._legacy = self._legacy, None
-        if invalidate:
-            self._reopen = True
-        if lock is not None:
-            lock.__exit__(None, None, None)
-
-    def _enter_legacy(self, lock: Locked) -> int:
-        fd = lock.__enter__()
-        if fd >= 0:
-            self._legacy = lock
-        return fd
 
     # -- the protocol: every change of state happens under self._state ---------------------
 
