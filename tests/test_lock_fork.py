@@ -90,17 +90,14 @@ def test_a_forked_child_hands_async_file_work_to_workers_of_its_own(sessions_dir
     receive, send = CTX.Pipe(duplex=False)
     writer = CTX.Process(target=_async_writer_that_forks, args=(str(sessions_dir), send))
     writer.start()
-    child = None
+    child = receive.recv()
     try:
-        child = receive.recv()
-        assert receive.poll(60), "the forked child never finished its async add_items"
+        finished = receive.poll(60)
+        if not finished:
+            os.kill(child, signal.SIGKILL)  # hung: not reaped yet, so the pid is still its own
+        assert finished, "the forked child never finished its async add_items"
         assert receive.recv() == 0
     finally:
-        if child is not None:
-            try:
-                os.kill(child, signal.SIGKILL)  # only if it hung: it has exited otherwise
-            except ProcessLookupError:
-                pass
         writer.kill()
         writer.join(30)
     assert JSONLSession("pool", sessions_dir).get_items_sync() == [{"parent": 1}, {"child": 1}]
