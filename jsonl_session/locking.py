@@ -529,6 +529,7 @@ IO_THREADS = min(32, (os.cpu_count() or 1) + 4)
 """Worker threads for async file work (the size of ``asyncio``'s default pool)."""
 
 _io_threads: ThreadPoolExecutor | None = None
+_io_threads_creation = threading.Lock()
 
 
 def io_threads() -> ThreadPoolExecutor:
@@ -539,11 +540,15 @@ def io_threads() -> ThreadPoolExecutor:
     A forked child starts a new pool (the parent's threads do not exist there).
     """
     global _io_threads
-    if _io_threads is None:
+    pool = _io_threads
+    if pool is None:
         from concurrent.futures import ThreadPoolExecutor  # not at start-up: the CLI never needs it
 
-        _io_threads = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="jsonl-session-io")
-    return _io_threads
+        with _io_threads_creation:  # two loops in two threads must not make two pools
+            if _io_threads is None:
+                _io_threads = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="jsonl-session-io")
+            pool = _io_threads
+    return pool
 
 
 def wait_for_io_threads() -> None:
@@ -559,8 +564,9 @@ def wait_for_io_threads() -> None:
 
 
 def _forget_io_threads_in_child() -> None:
-    global _io_threads
+    global _io_threads, _io_threads_creation
     _io_threads = None
+    _io_threads_creation = threading.Lock()  # another thread may have held it at the fork
 
 
 os.register_at_fork(after_in_child=_forget_io_threads_in_child)
