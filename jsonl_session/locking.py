@@ -179,7 +179,6 @@ class FileHandle:
         self._holder_thread = 0  # to refuse a same-thread deadlock
         self._reopen = False  # drop the descriptor on release (the file was replaced)
         self._abandoned: weakref.ref[object] | None = None  # see _try_lock
-        self._legacy: Locked | None = None
         close_in_forked_child(self)
 
     def locked(self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Locked:
@@ -255,31 +254,6 @@ class FileHandle:
         self._holder = self._holder_thread = 0
         self._reopen = False
         self._abandoned = None
-        self._legacy = None
-
-    # -- the hand-written protocol, kept for callers not yet on locked() --------------------
-
-    def try_acquire(self, *, write: bool, create: bool) -> int:
-        """Deprecated: use :meth:`try_locked`. Returns the fd, ``BUSY`` or ``MISSING``."""
-        return self._enter_legacy(Locked(self, write, create, None))
-
-    def acquire(self, *, write: bool, create: bool, timeout: float) -> int:
-        """Deprecated: use :meth:`locked`. Call :meth:`release` when done."""
-        return self._enter_legacy(Locked(self, write, create, check_lock_timeout(timeout)))
-
-    def release(self, *, invalidate: bool = False) -> None:
-        """Deprecated: the end of a :meth:`try_acquire` or :meth:`acquire`."""
-        lock, self._legacy = self._legacy, None
-        if invalidate:
-            self._reopen = True
-        if lock is not None:
-            lock.__exit__(None, None, None)
-
-    def _enter_legacy(self, lock: Locked) -> int:
-        fd = lock.__enter__()
-        if fd >= 0:
-            self._legacy = lock
-        return fd
 
     # -- the protocol: every change of state happens under self._state ---------------------
 
@@ -555,6 +529,7 @@ IO_THREADS = min(32, (os.cpu_count() or 1) + 4)
 """Worker threads for async file work (the size of ``asyncio``'s default pool)."""
 
 _io_threads: ThreadPoolExecutor | None = None
+_io_threads_creation = threading.Lock()
 
 
 def io_threads() -> ThreadPoolExecutor:
@@ -565,11 +540,15 @@ def io_threads() -> ThreadPoolExecutor:
     A forked child starts a new pool (the parent's threads do not exist there).
     """
     global _io_threads
-    if _io_threads is None:
+    pool = _io_threads
+    if pool is None:
         from concurrent.futures import ThreadPoolExecutor  # not at start-up: the CLI never needs it
 
-        _io_threads = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="jsonl-session-io")
-    return _io_threads
+        with _io_threads_creation:  # two loops in two threads must not make two pools
+            if _io_threads is None:
+                _io_threads = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="jsonl-session-io")
+            pool = _io_threads
+    return pool
 
 
 def wait_for_io_threads() -> None:
@@ -585,8 +564,9 @@ def wait_for_io_threads() -> None:
 
 
 def _forget_io_threads_in_child() -> None:
-    global _io_threads
+    global _io_threads, _io_threads_creation
     _io_threads = None
+    _io_threads_creation = threading.Lock()  # another thread may have held it at the fork
 
 
 os.register_at_fork(after_in_child=_forget_io_threads_in_child)

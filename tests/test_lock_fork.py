@@ -66,3 +66,38 @@ def test_a_writer_killed_inside_rewrite_leaves_no_lock_with_its_idle_forked_chil
             writer.join()
         if child is not None:
             os.kill(child, signal.SIGKILL)
+
+
+def _async_writer_that_forks(directory: str, result: Any) -> None:
+    import asyncio
+
+    session = JSONLSession("pool", directory)
+    asyncio.run(session.add_items([{"parent": 1}]))  # the worker pool now has threads
+    child = os.fork()
+    if child == 0:  # the parent's worker threads do not exist here
+        try:
+            asyncio.run(session.add_items([{"child": 1}]))  # durable: its fsync needs a worker
+        finally:
+            os._exit(0)
+    result.send(child)
+    _, status = os.waitpid(child, 0)
+    result.send(os.waitstatus_to_exitcode(status))
+
+
+def test_a_forked_child_hands_async_file_work_to_workers_of_its_own(sessions_dir: Path) -> None:
+    # The child inherits the pool object but not its threads; a pool that believes its old
+    # threads are idle would queue the child's fsync forever.
+    receive, send = CTX.Pipe(duplex=False)
+    writer = CTX.Process(target=_async_writer_that_forks, args=(str(sessions_dir), send))
+    writer.start()
+    child = receive.recv()
+    try:
+        finished = receive.poll(60)
+        if not finished:
+            os.kill(child, signal.SIGKILL)  # hung: not reaped yet, so the pid is still its own
+        assert finished, "the forked child never finished its async add_items"
+        assert receive.recv() == 0
+    finally:
+        writer.kill()
+        writer.join(30)
+    assert JSONLSession("pool", sessions_dir).get_items_sync() == [{"parent": 1}, {"child": 1}]

@@ -113,6 +113,8 @@ def test_a_failed_directory_fsync_after_creating_leaks_no_descriptor(sessions_di
         for fd in fillers:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert sorted(os.listdir("/proc/self/fd")) == before
+    # Compared as sets, and only for new descriptors: a watcher thread of an earlier test may
+    # still be closing its own (this failed once, after the watch tests, with no leak of ours).
+    assert not set(os.listdir("/proc/self/fd")) - set(before)
     session.add_items_sync([{"a": 1}])  # and the next call works
     assert session.get_items_sync() == [{"a": 1}]

@@ -258,13 +258,10 @@ def test_start_modes_choose_what_is_replayed(session: JSONLSession, start: Any, 
 def test_lock_held_by_a_writer_is_reported_busy_not_read(session: JSONLSession, mirror: Mirror) -> None:
     session.add_items_sync([A])
     writer = FileHandle(session.path)
-    fd = writer.acquire(write=True, create=False, timeout=1)
-    try:
+    with writer.locked(write=True, create=False, timeout=1) as fd:
         os.write(fd, b'{"n":1}\n')  # half of a two-item add_items, as far as readers know
         assert mirror.tail.poll() is None
-    finally:
-        writer.release()
-        writer.close()
+    writer.close()
     assert mirror.check() == [("appended", [A, B])]
 
 
@@ -283,12 +280,9 @@ def test_start_mode_still_applies_when_the_first_poll_finds_the_lock_busy(sessio
     tail = FileTail(session.path, session.session_id)
     tail.start = "now"
     writer = FileHandle(session.path)
-    writer.acquire(write=True, create=False, timeout=1)
-    try:
+    with writer.locked(write=True, create=False, timeout=1):
         assert tail.poll() is None
-    finally:
-        writer.release()
-        writer.close()
+    writer.close()
     assert poll(tail) == []  # not a replay of A and B
     session.add_items_sync([C])
     assert kinds(poll(tail)) == [("appended", [C])]

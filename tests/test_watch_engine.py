@@ -69,11 +69,10 @@ def test_a_changed_last_line_under_a_trusted_mark_is_caught() -> None:
 def test_storage_marks_every_write_but_appends(session: JSONLSession) -> None:
     def mark() -> bytes | None:
         handle = FileHandle(session.path)
-        fd = handle.acquire(write=False, create=False, timeout=1)
         try:
-            return marks.read(fd)
+            with handle.locked(write=False, create=False, timeout=1) as fd:
+                return marks.read(fd)
         finally:
-            handle.release()
             handle.close()
 
     session.add_items_sync([A, B])

@@ -62,15 +62,12 @@ def test_a_session_locked_longer_than_lock_timeout_is_reported_not_fatal(session
     sessions: dict[str, list[Any]] = {}
     with watch_directory_sync(sessions_dir, lock_timeout=0.05) as watch:
         mirror(watch.catch_up(), sessions)
-        holder.acquire(write=True, create=False, timeout=1)  # e.g. an `edit` left open
-        try:
+        with holder.locked(write=True, create=False, timeout=1):  # e.g. an `edit` left open
             store.open("free").add_items_sync([B])
             changes = watch.catch_up()
             assert sorted(mirror(changes, sessions)) == [("busy", "failed"), ("free", "appended")]
             assert isinstance(changes[[c.kind for c in changes].index("failed")].error, LockTimeout)
-        finally:
-            holder.release()
-            holder.close()
+        holder.close()
         store.open("busy").add_items_sync([C])
         assert mirror(watch.catch_up(), sessions) == [("busy", "replaced")]
     assert sessions == {"busy": [A, C], "free": [A, B]}
