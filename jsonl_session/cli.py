@@ -893,11 +893,9 @@ class _NotBuilt:
     ``build_parser(only=...)`` builds the one command that runs and skips the others' calls.
     """
 
-    def add_argument(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def add_mutually_exclusive_group(self, **kwargs: Any) -> _NotBuilt:
-        return self
+    def __getattr__(self, name: str) -> Callable[..., _NotBuilt]:
+        """``add_argument``, ``add_mutually_exclusive_group``, ``set_defaults``...: do nothing."""
+        return lambda *args, **kwargs: self
 
 
 class _Commands:
