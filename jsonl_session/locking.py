@@ -334,14 +334,15 @@ class FileHandle:
         thread = threading.get_ident()
         deadline = time.monotonic() + timeout
         for delay in backoff_delays():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            await asyncio.sleep(min(delay, remaining))
+            # Sleep at least once, even with no time left: every async call lets the other
+            # tasks run, and the last attempt is made at the deadline.
+            await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
             fd = self._try_lock(owner, token, write, create, thread)
-            if fd != BUSY:
-                return fd
-        raise LockTimeout(self.path, timeout)
+            if fd != BUSY or time.monotonic() >= deadline:
+                break
+        if fd == BUSY:
+            raise LockTimeout(self.path, timeout)
+        return fd
 
     def _open_ahead(self, write: bool) -> None:
         """Open (and create) the file now, in a worker thread: creating fsyncs the folder."""
@@ -485,18 +486,30 @@ class AsyncLocked:
         """
         import asyncio
 
+        handle = self._handle
+        if self._handed_off or handle._holder != self._token:
+            raise RuntimeError("finish_in_thread() needs the lock this block holds, once")
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
-        self._handed_off = True
-        self._handle._holder_thread = 0  # the worker owns it now; this thread may wait for it
+        # Whoever takes ``claim`` first unlocks: the worker, which then does the work, or this
+        # caller, if an exception (a signal handler's) arrives before the worker starts.
+        # ``submit`` queues the work before it starts a thread, so which one runs is decided here.
+        claim = threading.Lock()
+        handle._holder_thread = 0  # the worker owns it now; this thread may wait for it
         try:
-            io_threads().submit(self._finish, function, args, loop, done)
+            self._handed_off = True
+            _submit(self._finish, function, args, loop, done, claim)
         except BaseException:
-            self._handle._release(self._token)  # never started: nobody else will unlock
+            if claim.acquire(blocking=False):
+                handle._release(self._token)  # the work will not run: nobody else unlocks
             raise
         return await done
 
-    def _finish(self, function: Callable[..., T], args: tuple[Any, ...], loop: Any, done: Any) -> None:
+    def _finish(
+        self, function: Callable[..., T], args: tuple[Any, ...], loop: Any, done: Any, claim: threading.Lock
+    ) -> None:
+        if not claim.acquire(blocking=False):
+            return  # the caller gave up before this started, and unlocked
         try:
             try:
                 result = function(*args)
@@ -506,6 +519,18 @@ class AsyncLocked:
             _report(loop, done, None, error)
         else:
             _report(loop, done, result, None)
+
+
+def _submit(function: Callable[..., Any], *args: Any) -> None:
+    """Queue work on the pool, a new one if :func:`wait_for_io_threads` shut the old one meanwhile."""
+    while True:
+        pool = io_threads()
+        try:
+            pool.submit(function, *args)
+            return
+        except RuntimeError:
+            if pool is _io_threads:
+                raise  # not replaced: the interpreter is shutting down
 
 
 def _report(loop: Any, done: Any, result: Any, error: BaseException | None) -> None:
@@ -519,6 +544,8 @@ def _report(loop: Any, done: Any, result: Any, error: BaseException | None) -> N
 def _settle(done: Any, result: Any, error: BaseException | None) -> None:
     if done.cancelled():
         return
+    if isinstance(error, StopIteration):  # a future refuses it: the caller would wait forever
+        error = RuntimeError(f"the worker raised StopIteration: {error!r}")
     if error is not None:
         done.set_exception(error)
     else:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import random
 import threading
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lock_helpers import another_process_can_lock
 
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, LockTimeout, locking
 from jsonl_session.locking import IO_THREADS, io_threads, wait_for_io_threads
 
 
@@ -144,3 +147,117 @@ def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
         await finish(background)
 
     asyncio.run(main())
+
+
+class Interrupted(Exception):
+    """Stands in for a signal handler's exception (a caught Ctrl-C) at an unlucky moment."""
+
+
+def test_an_exception_inside_submit_after_queueing_never_unlocks_under_the_worker(
+    session: JSONLSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ThreadPoolExecutor.submit queues the work, then starts a thread (which waits): a signal
+    # handler raising there used to make the caller unlock while the worker still wrote.
+    class Pool(ThreadPoolExecutor):
+        def _adjust_thread_count(self) -> None:
+            super()._adjust_thread_count()
+            raise Interrupted
+
+    session.add_items_sync([{"n": 1}])
+    unlocked_while_working: list[bool] = []
+    caller_gone = threading.Event()
+
+    def work(fd: int) -> None:
+        caller_gone.wait(30)  # the caller has taken its exception and left the block
+        with session._handle.try_locked(write=True, create=False) as other:
+            unlocked_while_working.append(other >= 0)
+
+    async def main() -> None:
+        lock = session._handle.locked_async(write=True, create=False)
+        with pytest.raises(Interrupted):
+            async with lock as fd:
+                await lock.finish_in_thread(work, fd)
+
+    pool = Pool(2)
+    monkeypatch.setattr(locking, "_io_threads", pool)
+    asyncio.run(main())
+    caller_gone.set()
+    pool.shutdown(wait=True)
+    assert unlocked_while_working in ([], [False])  # not run at all, or run while still locked
+    assert_lock_is_free(session)
+
+
+def test_a_submit_racing_wait_for_io_threads_is_not_refused(
+    session: JSONLSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race made deterministic: the pool is shut down between io_threads() returning it
+    # and submit(). The durable add had written its line; refusing it then invited a retry
+    # that would store the item twice.
+    real = locking.io_threads
+    raced: list[bool] = []
+
+    def io_threads_then_waited_for() -> Any:
+        pool = real()
+        if not raced:  # once: the race is a moment, not a state
+            raced.append(True)
+            locking.wait_for_io_threads()
+        return pool
+
+    session.add_items_sync([{"n": 0}])
+    monkeypatch.setattr(locking, "io_threads", io_threads_then_waited_for)
+    asyncio.run(session.add_items([{"n": 1}]))
+    assert raced
+    assert session.get_items_sync() == [{"n": 0}, {"n": 1}]
+
+
+def test_durable_writes_yield_even_when_the_lock_times_out_at_once(sessions_dir: Path) -> None:
+    session = JSONLSession("busy", sessions_dir, lock_timeout=0)
+    session.add_items_sync([{"n": 1}])
+    other = os.open(session.path, os.O_RDONLY)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        background = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        calls: list[Callable[[], Coroutine[Any, Any, Any]]] = [
+            lambda: session.add_items([{"n": 2}]),
+            session.pop_item,
+            session.clear_session,
+        ]
+        for call in calls:
+            before = ticks
+            with pytest.raises(LockTimeout):
+                await call()
+            assert ticks > before, call
+        background.cancel()
+        await finish(background)
+
+    try:
+        asyncio.run(main())
+    finally:
+        os.close(other)
+    assert session.get_items_sync() == [{"n": 1}]
+
+
+def test_a_worker_raising_stop_iteration_reaches_its_caller(session: JSONLSession) -> None:
+    # A future refuses StopIteration as an exception: the caller used to wait forever.
+    session.add_items_sync([{"n": 1}])
+
+    def work(fd: int) -> None:
+        raise StopIteration
+
+    async def main() -> None:
+        lock = session._handle.locked_async(write=True, create=False)
+        async with lock as fd:
+            await asyncio.wait_for(lock.finish_in_thread(work, fd), 30)
+
+    with pytest.raises(RuntimeError, match="StopIteration"):
+        asyncio.run(main())
+    assert_lock_is_free(session)
