@@ -391,23 +391,32 @@ def read_lines(fd: int, size: int) -> tuple[list[bytes], bool]:
     copying a whole-file buffer, and the digit check runs on each piece while it is in cache.
     """
     lines: list[bytes] = []
-    carry = b""  # the unfinished line at the end of the previous piece
+    unfinished: list[bytes] = []  # the line still open at the end of the last piece, in fragments
     long_numbers = False
+    previous_end = b""
     for start in range(0, size, _SPLIT_PIECE):
         piece = read_range(fd, start, min(size, start + _SPLIT_PIECE))
         if not piece:
             break  # the file shrank under a lock-free reader: what was read is what there is
         if start == 0:
             piece = piece.removeprefix(codec.BOM)
+        if not long_numbers:
+            # Each piece is checked whole; a run cut by the boundary is under 19 digits on
+            # each side, so the last 18 bytes read before it and the first 18 after hold it.
+            long_numbers = codec.has_long_digit_run(piece) or codec.has_long_digit_run(
+                previous_end + piece[:18]
+            )
+            previous_end = (previous_end + piece[-18:])[-18:]
         parts = piece.split(b"\n")
-        # A number never spans a newline, so checking each piece and each joined line finds every run.
-        long_numbers = long_numbers or codec.has_long_digit_run(piece)
-        if carry:
-            parts[0] = carry + parts[0]
-            long_numbers = long_numbers or codec.has_long_digit_run(parts[0])
-        carry = parts.pop()
+        if len(parts) == 1:  # no newline: a long line goes on (joined once, at its end)
+            unfinished.append(piece)
+            continue
+        if unfinished:
+            unfinished.append(parts[0])
+            parts[0] = b"".join(unfinished)
+        unfinished = [parts.pop()]
         lines.extend(parts)
-    lines.append(carry)
+    lines.append(b"".join(unfinished))
     return lines, long_numbers
 
 
