@@ -7,12 +7,13 @@ shared by threads that each run their own event loop (``Runner.run_sync``): no l
 state is created in ``__init__``.
 
 The async methods never hold the event loop for more than about a millisecond of file
-work: they yield once, try the lock inline (and only when someone else holds it wait with
-``asyncio.sleep``), do cheap work inline (an append's ``write``, a ``limit`` read of a few
-items, anything on a file of a few tens of KB) and hand the rest to a worker thread: every
-``fdatasync``, full reads, pops and clears of durable sessions. The worker releases the lock
-when it is done, and the caller's wait is shielded, so a cancelled caller never leaves a
-write half-done or the lock held (``AsyncLocked.finish_in_thread``).
+work: each lets other tasks run at least once, tries the lock inline (and only when someone
+else holds it waits with ``asyncio.sleep``), does cheap work inline (an append's ``write``, a
+``limit`` read of a few items, anything on a file of a few tens of KB) and hands the rest to
+a worker thread: every ``fdatasync``, full reads, pops and clears of durable sessions. The
+worker releases the lock when it is done, whether or not its caller still waits, so a
+cancelled caller never leaves a write half-done or the lock held
+(``AsyncLocked.finish_in_thread``).
 """
 
 from __future__ import annotations
