@@ -58,18 +58,14 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .errors import LockReentryError, LockTimeout
 from .files import MISSING, fsync_directory, make_private_directories, open_file
 
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
 __all__ = [
     "BUSY",
     "DEFAULT_LOCK_TIMEOUT",
-    "IO_THREADS",
     "MISSING",
     "AsyncLocked",
     "FileHandle",
@@ -78,9 +74,7 @@ __all__ = [
     "check_lock_timeout",
     "close_in_forked_child",
     "fsync_directory",
-    "io_threads",
     "make_private_directories",
-    "wait_for_io_threads",
 ]
 
 T = TypeVar("T")
@@ -452,9 +446,9 @@ class AsyncLocked:
             await _YIELD_ONCE  # every async call lets the other tasks run at least once
         handle = self._handle
         if self._create and handle._fd is None and handle.durable:
-            import asyncio
+            from . import workers  # here, not at import time: the CLI never needs threads
 
-            await asyncio.get_running_loop().run_in_executor(io_threads(), handle._open_ahead, self._write)
+            await workers.run(handle._open_ahead, self._write)
         token = self._token
         try:
             fd = handle._try_lock(self, token, self._write, self._create, threading.get_ident())
@@ -480,11 +474,13 @@ class AsyncLocked:
         """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.
 
         If the caller is cancelled, it stops waiting at once, but the work still completes and
-        the worker releases the lock: nothing is left half-done or held. The worker reports
-        back with one ``call_soon_threadsafe``: the hand-off costs two loop wake-ups, not
-        the four of ``asyncio.shield(loop.run_in_executor(...))``.
+        the worker releases the lock: nothing is left half-done or held. The work goes to
+        the library's own threads (``workers``) and comes back with one
+        ``call_soon_threadsafe``: cheaper for the loop than ``asyncio.shield(loop.run_in_executor(...))``.
         """
         import asyncio
+
+        from . import workers
 
         handle = self._handle
         if self._handed_off or handle._holder != self._token:
@@ -498,7 +494,7 @@ class AsyncLocked:
         handle._holder_thread = 0  # the worker owns it now; this thread may wait for it
         try:
             self._handed_off = True
-            _submit(self._finish, function, args, loop, done, claim)
+            workers.submit(self._finish, function, args, loop, done, claim)
         except BaseException:
             if claim.acquire(blocking=False):
                 handle._release(self._token)  # the work will not run: nobody else unlocks
@@ -508,6 +504,8 @@ class AsyncLocked:
     def _finish(
         self, function: Callable[..., T], args: tuple[Any, ...], loop: Any, done: Any, claim: threading.Lock
     ) -> None:
+        from . import workers
+
         if not claim.acquire(blocking=False):
             return  # the caller gave up before this started, and unlocked
         try:
@@ -516,87 +514,9 @@ class AsyncLocked:
             finally:
                 self._handle._release(self._token)
         except BaseException as error:  # noqa: BLE001  (handed to the awaiting task, which raises it)
-            _report(loop, done, None, error)
+            workers.report(loop, done, None, error)
         else:
-            _report(loop, done, result, None)
-
-
-def _submit(function: Callable[..., Any], *args: Any) -> None:
-    """Queue work on the pool, a new one if :func:`wait_for_io_threads` shut the old one meanwhile."""
-    while True:
-        pool = io_threads()
-        try:
-            pool.submit(function, *args)
-            return
-        except RuntimeError:
-            if pool is _io_threads:
-                raise  # not replaced: the interpreter is shutting down
-
-
-def _report(loop: Any, done: Any, result: Any, error: BaseException | None) -> None:
-    """From a worker: settle ``done`` on its loop (unless the awaiting task gave up on it)."""
-    try:
-        loop.call_soon_threadsafe(_settle, done, result, error)
-    except RuntimeError:
-        pass  # the loop is closed: nobody is waiting any more; the work is done and unlocked
-
-
-def _settle(done: Any, result: Any, error: BaseException | None) -> None:
-    if done.cancelled():
-        return
-    if isinstance(error, StopIteration):  # a future refuses it: the caller would wait forever
-        error = RuntimeError(f"the worker raised StopIteration: {error!r}")
-    if error is not None:
-        done.set_exception(error)
-    else:
-        done.set_result(result)
-
-
-IO_THREADS = min(32, (os.cpu_count() or 1) + 4)
-"""Worker threads for async file work (the size of ``asyncio``'s default pool)."""
-
-_io_threads: ThreadPoolExecutor | None = None
-_io_threads_creation = threading.Lock()
-
-
-def io_threads() -> ThreadPoolExecutor:
-    """The worker threads that run fsyncs, big reads and rewrites for async calls.
-
-    Our own pool rather than the loop's default one: it outlives ``asyncio.run`` (which shuts
-    the default pool down at the end), so ``Runner.run_sync`` calls in a row reuse warm threads.
-    A forked child starts a new pool (the parent's threads do not exist there).
-    """
-    global _io_threads
-    pool = _io_threads
-    if pool is None:
-        from concurrent.futures import ThreadPoolExecutor  # not at start-up: the CLI never needs it
-
-        with _io_threads_creation:  # two loops in two threads must not make two pools
-            if _io_threads is None:
-                _io_threads = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="jsonl-session-io")
-            pool = _io_threads
-    return pool
-
-
-def wait_for_io_threads() -> None:
-    """Wait until every piece of work handed to a worker thread is done (the pool then restarts on use).
-
-    Work whose caller was cancelled still runs to the end; this is how to wait for it, e.g.
-    before checking a file in a test.
-    """
-    global _io_threads
-    pool, _io_threads = _io_threads, None
-    if pool is not None:
-        pool.shutdown(wait=True)
-
-
-def _forget_io_threads_in_child() -> None:
-    global _io_threads, _io_threads_creation
-    _io_threads = None
-    _io_threads_creation = threading.Lock()  # another thread may have held it at the fork
-
-
-os.register_at_fork(after_in_child=_forget_io_threads_in_child)
+            workers.report(loop, done, result, None)
 
 
 class _Done:

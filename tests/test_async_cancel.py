@@ -8,15 +8,13 @@ import os
 import random
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lock_helpers import another_process_can_lock
 
-from jsonl_session import JSONLSession, LockTimeout, locking
-from jsonl_session.locking import IO_THREADS, io_threads, wait_for_io_threads
+from jsonl_session import JSONLSession, LockTimeout, workers
 
 
 def assert_lock_is_free(session: JSONLSession) -> None:
@@ -94,8 +92,8 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
     gate = threading.Event()
 
     async def main() -> None:
-        for _ in range(IO_THREADS):  # every worker is busy: our fsync queues
-            io_threads().submit(gate.wait, 60)
+        for _ in range(workers.THREADS):  # every worker is busy: our fsync queues
+            workers.submit(gate.wait, 60)
         task = asyncio.create_task(session.add_items([{"b": 2}]))
         while session.path.stat().st_size == size_before:  # written on the loop; fsync still to come
             await asyncio.sleep(0)
@@ -104,7 +102,7 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
             await task
         assert not another_process_can_lock(session.path)  # the worker owes the fsync, and holds the lock
         gate.set()
-        wait_for_io_threads()  # joins the workers: the fsync ran and it unlocked
+        workers.wait_for_all()  # joins the workers: the fsync ran and it unlocked
 
     asyncio.run(main())
     assert session.get_items_sync() == [{"a": 1}, {"b": 2}]
@@ -156,13 +154,15 @@ class Interrupted(Exception):
 def test_an_exception_inside_submit_after_queueing_never_unlocks_under_the_worker(
     session: JSONLSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # ThreadPoolExecutor.submit queues the work, then starts a thread (which waits): a signal
-    # handler raising there used to make the caller unlock while the worker still wrote.
-    class Pool(ThreadPoolExecutor):
-        def _adjust_thread_count(self) -> None:
-            super()._adjust_thread_count()
-            raise Interrupted
+    # submit() queues the work, then starts a thread (which waits): a signal handler raising
+    # there used to make the caller unlock while the worker still wrote.
+    grow = workers._Pool._grow
 
+    def grow_then_interrupted(pool: Any) -> None:
+        grow(pool)
+        raise Interrupted
+
+    monkeypatch.setattr(workers._Pool, "_grow", grow_then_interrupted)
     session.add_items_sync([{"n": 1}])
     unlocked_while_working: list[bool] = []
     caller_gone = threading.Event()
@@ -178,33 +178,32 @@ def test_an_exception_inside_submit_after_queueing_never_unlocks_under_the_worke
             async with lock as fd:
                 await lock.finish_in_thread(work, fd)
 
-    pool = Pool(2)
-    monkeypatch.setattr(locking, "_io_threads", pool)
     asyncio.run(main())
     caller_gone.set()
-    pool.shutdown(wait=True)
+    monkeypatch.undo()
+    workers.wait_for_all()
     assert unlocked_while_working in ([], [False])  # not run at all, or run while still locked
     assert_lock_is_free(session)
 
 
-def test_a_submit_racing_wait_for_io_threads_is_not_refused(
+def test_a_submit_racing_wait_for_all_is_not_refused(
     session: JSONLSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The race made deterministic: the pool is shut down between io_threads() returning it
-    # and submit(). The durable add had written its line; refusing it then invited a retry
-    # that would store the item twice.
-    real = locking.io_threads
+    # The race made deterministic: the pool is closed between being looked up and submit().
+    # The durable add had written its line; refusing it then invited a retry that would
+    # store the item twice.
+    real = workers._current_pool
     raced: list[bool] = []
 
-    def io_threads_then_waited_for() -> Any:
+    def pool_then_waited_for() -> Any:
         pool = real()
         if not raced:  # once: the race is a moment, not a state
             raced.append(True)
-            locking.wait_for_io_threads()
+            workers.wait_for_all()
         return pool
 
     session.add_items_sync([{"n": 0}])
-    monkeypatch.setattr(locking, "io_threads", io_threads_then_waited_for)
+    monkeypatch.setattr(workers, "_current_pool", pool_then_waited_for)
     asyncio.run(session.add_items([{"n": 1}]))
     assert raced
     assert session.get_items_sync() == [{"n": 0}, {"n": 1}]
