@@ -69,9 +69,10 @@ def read_items(fd: int, path: Path, limit: int | None = None, *, size: int | Non
 def _newest_items_quickly(fd: int, size: int, count: int) -> list[Any] | None:
     """``read_items(limit)`` for the usual file, in one pass of C calls; None means "go the careful way".
 
-    The usual file ends with a newline and its newest lines are items. Anything else (a blank or bad line, a torn tail, fewer lines than wanted in one
-    block) takes the careful path, which also knows line numbers for errors. Half the cost
-    of a ``get_items(limit=20)`` was that per-line bookkeeping (``benchmarks/loop_lag.py``).
+    The usual file ends with a newline and its newest lines are items. Anything else (a
+    blank or bad line, a torn tail, fewer lines than wanted in one block) takes the careful
+    path, which also knows line numbers for errors. A good part of a ``get_items(limit=20)``
+    was that per-line bookkeeping (``benchmarks/loop_lag.py``).
     """
     begin = max(0, size - max(_TAIL_CHUNK, count * _BYTES_PER_LINE_GUESS))
     _, data = _read_block(fd, begin, size)
