@@ -109,19 +109,34 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
     assert_lock_is_free(session)
 
 
+class Ticker:
+    """Counts the turns another task gets: a call that never yields leaves the count unchanged."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            self.ticks += 1
+            await asyncio.sleep(0)
+
+    async def __aenter__(self) -> Ticker:  # noqa: PYI034
+        self._task = asyncio.create_task(self._run())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await finish(self._task)
+
+
 def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
-    ticks = 0
     missing = JSONLSession("never-written", session.directory)
     fast = JSONLSession("not-durable", session.directory, durable=False)
 
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
     async def main() -> None:
-        background = asyncio.create_task(ticker())
         calls: list[Callable[[], Coroutine[Any, Any, Any]]] = [
             lambda: session.get_items(),  # the file does not exist yet
             lambda: session.add_items([{"a": 1}]),
@@ -137,12 +152,11 @@ def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
             fast.pop_item,
             fast.clear_session,
         ]
-        for call in calls:
-            before = ticks
-            await call()
-            assert ticks > before, call
-        background.cancel()
-        await finish(background)
+        async with Ticker() as ticker:
+            for call in calls:
+                before = ticker.ticks
+                await call()
+                assert ticker.ticks > before, call
 
     asyncio.run(main())
 
@@ -214,29 +228,19 @@ def test_durable_writes_yield_even_when_the_lock_times_out_at_once(sessions_dir:
     session.add_items_sync([{"n": 1}])
     other = os.open(session.path, os.O_RDONLY)
     fcntl.flock(other, fcntl.LOCK_EX)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
 
     async def main() -> None:
-        background = asyncio.create_task(ticker())
-        await asyncio.sleep(0)
         calls: list[Callable[[], Coroutine[Any, Any, Any]]] = [
             lambda: session.add_items([{"n": 2}]),
             session.pop_item,
             session.clear_session,
         ]
-        for call in calls:
-            before = ticks
-            with pytest.raises(LockTimeout):
-                await call()
-            assert ticks > before, call
-        background.cancel()
-        await finish(background)
+        async with Ticker() as ticker:
+            for call in calls:
+                before = ticker.ticks
+                with pytest.raises(LockTimeout):
+                    await call()
+                assert ticker.ticks > before, call
 
     try:
         asyncio.run(main())
