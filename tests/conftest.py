@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,18 @@ from pathlib import Path
 import pytest
 
 from jsonl_session import JSONLSession
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests need SIGINT to be Ctrl-C, whoever started the run.
+
+    A background job of a non-interactive shell (and some CI runners) starts with SIGINT
+    ignored; Python then installs no KeyboardInterrupt handler, and children inherit the
+    ignore, so every test that presses Ctrl-C on a child hung until its timeout. A caught
+    signal is reset to the default in a child at exec, so this restores them too.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
