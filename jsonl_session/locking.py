@@ -508,15 +508,13 @@ class AsyncLocked:
 
         if not claim.acquire(blocking=False):
             return  # the caller gave up before this started, and unlocked
+        workers.run_and_report(self._run_then_unlock, (function, args), loop, done)
+
+    def _run_then_unlock(self, function: Callable[..., T], args: tuple[Any, ...]) -> T:
         try:
-            try:
-                result = function(*args)
-            finally:
-                self._handle._release(self._token)
-        except BaseException as error:  # noqa: BLE001  (handed to the awaiting task, which raises it)
-            workers.report(loop, done, None, error)
-        else:
-            workers.report(loop, done, result, None)
+            return function(*args)
+        finally:
+            self._handle._release(self._token)
 
 
 class _Done:

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["THREADS", "report", "run", "submit", "wait_for_all"]
+__all__ = ["THREADS", "report", "run", "run_and_report", "submit", "wait_for_all"]
 
 THREADS = min(32, (os.cpu_count() or 1) + 4)
 """At most this many worker threads (the size of ``asyncio``'s default pool)."""
@@ -127,11 +127,12 @@ async def run(function: Callable[..., Any], *args: Any) -> Any:
 
     loop = asyncio.get_running_loop()
     done = loop.create_future()
-    submit(_run_and_report, function, args, loop, done)
+    submit(run_and_report, function, args, loop, done)
     return await done
 
 
-def _run_and_report(function: Callable[..., Any], args: tuple[Any, ...], loop: Any, done: Any) -> None:
+def run_and_report(function: Callable[..., Any], args: tuple[Any, ...], loop: Any, done: Any) -> None:
+    """In a worker: run ``function(*args)`` and settle ``done`` with its result or exception."""
     try:
         result = function(*args)
     except BaseException as error:  # noqa: BLE001  (handed to the awaiting task, which raises it)
