@@ -160,8 +160,7 @@ class JSONLSession(SessionFeatures):
         payload = encode_items(items)  # refuse bad items before touching the file
         if not payload:
             return await _yield_once()
-        # A durable append always ends in a worker thread (its fdatasync), which yields.
-        lock = self._locked_async(write=True, create=True, yield_first=not self.durable)
+        lock = self._locked_async(write=True, create=True)
         async with lock as fd:
             size = self._handle.size
             if len(payload) > _INLINE_PAYLOAD_BYTES or not storage.ends_cleanly(fd, size):
@@ -174,7 +173,7 @@ class JSONLSession(SessionFeatures):
 
     async def pop_item(self) -> Any:
         """Remove and return the newest item (None when empty) by truncating its line."""
-        lock = self._locked_async(write=True, create=False, yield_first=not self.durable)
+        lock = self._locked_async(write=True, create=False)
         async with lock as fd:
             if fd == MISSING or not self.durable:
                 return self._pop(fd)
@@ -182,7 +181,7 @@ class JSONLSession(SessionFeatures):
 
     async def clear_session(self) -> None:
         """Remove every item. The file stays, empty, so followers and git see the clear."""
-        lock = self._locked_async(write=True, create=False, yield_first=not self.durable)
+        lock = self._locked_async(write=True, create=False)
         async with lock as fd:
             if fd == MISSING or not self.durable:
                 return self._clear(fd)
@@ -322,9 +321,11 @@ class JSONLSession(SessionFeatures):
     def _locked(self, *, write: bool, create: bool) -> Locked:
         return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
 
-    def _locked_async(self, *, write: bool, create: bool, yield_first: bool = True) -> AsyncLocked:
+    def _locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
+        # A durable write always ends in a worker thread (its fdatasync), which yields: it need
+        # not yield before taking the lock too (a write with no file yields on leaving).
         return self._handle.locked_async(
-            write=write, create=create, timeout=self._lock_timeout, yield_first=yield_first
+            write=write, create=create, timeout=self._lock_timeout, yield_first=not (write and self.durable)
         )
 
     # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).
