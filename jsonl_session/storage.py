@@ -317,13 +317,6 @@ def scan_lines(data: bytes, *, offset: int = 0, first_number: int = 1) -> Scan:
     return Scan(lines, consumed, number - first_number, pending)
 
 
-def read_all_lines(fd: int) -> list[bytes]:
-    """Every line of the file, BOM stripped; the last element is what follows the last newline."""
-    data = read_range(fd, 0, os.fstat(fd).st_size)
-    data = data.removeprefix(codec.BOM)
-    return data.split(b"\n")
-
-
 def count_items(fd: int) -> int:
     """Non-blank complete lines, plus an unterminated last line if it is an item (torn tails are not).
 
