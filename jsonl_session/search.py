@@ -58,6 +58,7 @@ class Prefilter:
         folds = "".join(FOLDS.get(char, "") for char in set(word.lower())) if ignore_case else ""
         self.variants = tuple(char.encode() for char in sorted(folds))
         self._word = re.compile(re.escape(self.word))
+        self._variants = [re.compile(re.escape(variant)) for variant in self.variants]
 
     def lines(self, data: bytes) -> Iterator[tuple[int, bytes]]:
         """``(line number, line)`` of each line of ``data`` that may hold a match, in order."""
@@ -66,9 +67,9 @@ class Prefilter:
         extra: list[int] = []
         if b"\\" in data:  # memchr: most files without escapes skip the regex
             extra += (found.start() for found in _ESCAPE.finditer(data))
-        if self.variants and not data.isascii():
-            for variant in self.variants:
-                extra += _one_per_line(data, re.compile(re.escape(variant)))
+        if self._variants and not data.isascii():
+            for variant in self._variants:
+                extra += _one_per_line(data, variant)
         if extra:
             hits = iter(sorted({*hits, *extra}))
         number, counted_to, line_end = 1, 0, -1
