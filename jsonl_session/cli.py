@@ -330,29 +330,32 @@ def cmd_grep(args: argparse.Namespace) -> int:
     prefilter = prefilter_for(args.pattern, ignore_case=args.ignore_case)
     style = _style(sys.stdout)
     ids = args.ids or _directory(args).ids()
+    # a folder's ids name regular files already: no session object needed (start-up)
+    paths = (
+        [_existing(args, session_id).path for session_id in ids]
+        if args.ids
+        else [Path(args.dir) / filename_for(session_id) for session_id in ids]
+    )
+    skipped: list[Exception] = []
+    # searching the folder: an unreadable file is named and skipped; a named one is an error
+    on_error = None if args.ids else (lambda _path, exc: skipped.append(exc))
     matches = 0
     write = sys.stdout.write
-    skipped: list[Exception] = []
-    for session_id in ids:
-        # a folder's ids name regular files already: no session object needed (start-up)
-        path = _existing(args, session_id).path if args.ids else Path(args.dir) / filename_for(session_id)
-        found = matching_items(path, prefilter, args.lock_timeout)
-        if not args.ids:  # searching the folder: an unreadable file is named and skipped
-            found = _skipping_errors(found, skipped.append)
-        for number, item in found:
-            role = label(item)
-            if args.role is not None and args.role not in (role, heading(item)):
-                continue
-            text = text_of(item)
-            match = pattern.search(text)
-            if match is None:
-                continue
-            matches += 1
-            if args.json:
-                _json_line({"id": session_id, "line": number, "role": role, "text": text})
-            else:
-                head = style.role(printable(heading(item)))
-                write(f"{printable(session_id)}:{number}: {head}: {_snippet(text, match, style)}\n")
+    for index, number, item in matching_items(paths, prefilter, args.lock_timeout, on_error):
+        role = label(item)
+        if args.role is not None and args.role not in (role, heading(item)):
+            continue
+        text = text_of(item)
+        match = pattern.search(text)
+        if match is None:
+            continue
+        matches += 1
+        session_id = ids[index]
+        if args.json:
+            _json_line({"id": session_id, "line": number, "role": role, "text": text})
+        else:
+            head = style.role(printable(heading(item)))
+            write(f"{printable(session_id)}:{number}: {head}: {_snippet(text, match, style)}\n")
     for error in skipped:
         _skip_warning(error)
     return 0 if matches and not skipped else 1
@@ -694,15 +697,6 @@ def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
     summary = f"checked {len(paths)} file{_s(len(paths))}: {len(findings)} secret{_s(len(findings))}"
     _note(summary + (f"; `{PROG} redact ID` replaces them" if findings else ""))
     return 1 if findings or refused else 0
-
-
-def _skipping_errors(
-    found: Iterator[tuple[int, dict[str, Any]]], on_error: Callable[[Exception], None]
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        yield from found
-    except (OSError, JSONLSessionError) as exc:
-        on_error(exc)
 
 
 def _skip_warning(exc: BaseException) -> None:

@@ -30,11 +30,13 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from . import codec, storage
+from .errors import JSONLSessionError
 from .locking import MISSING, FileHandle
 
 # Regex syntax, and characters a writer may escape (``"``, ``\\``, ``\\/``) or follow with a
@@ -99,30 +101,94 @@ def prefilter_for(pattern: str, *, ignore_case: bool) -> Prefilter | None:
 
 
 def matching_items(
-    path: Path, prefilter: Prefilter | None, lock_timeout: float
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, item)`` of each item whose line passes ``prefilter`` (every item without one).
+    paths: Sequence[Path],
+    prefilter: Prefilter | None,
+    lock_timeout: float,
+    on_error: Callable[[Path, Exception], None] | None = None,
+) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """``(index in paths, line number, item)`` of each item whose line passes ``prefilter``.
 
-    The file is read whole under its shared lock; blank, malformed and torn lines are skipped
-    (they are ``check``'s business, not grep's), as are lines that hold no JSON object.
+    Each file is read under its shared lock; blank, malformed and torn lines are skipped
+    (they are ``check``'s business, not grep's), as are lines that hold no JSON object. A
+    file that cannot be read is passed to ``on_error(path, error)`` and skipped, or, without
+    ``on_error``, its error is raised. With a pre-filter, a batch of files is locked
+    together while the system's ``grep -F`` reads them (``system_grep``); otherwise, or
+    without a usable grep, one file at a time is read and searched in Python.
     """
+    first = 0
+    while first < len(paths):
+        with ExitStack() as locks:  # decoding and printing happen after the locks are released
+            batch: list[tuple[int, Path, int, int]] = []
+            limit = _BATCH_FILES if prefilter is not None else 1
+            first = _lock_batch(paths, first, lock_timeout, on_error, locks, batch, limit)
+            found = None if prefilter is None else _grep_batch(batch, prefilter)
+            if found is None:
+                found = [(index, _python_lines(fd, size, prefilter)) for index, _, fd, size in batch]
+        for index, lines in found:
+            for number, item in _items(lines):
+                yield index, number, item
+
+
+_BATCH_FILES = 64
+_BATCH_BYTES = 64 << 20  # what one grep run may hand back is at most about the files' size
+
+
+def _lock_batch(
+    paths: Sequence[Path],
+    first: int,
+    lock_timeout: float,
+    on_error: Callable[[Path, Exception], None] | None,
+    locks: ExitStack,
+    batch: list[tuple[int, Path, int, int]],
+    limit: int,
+) -> int:
+    """Lock files from ``paths[first]`` on (shared), adding ``(index, path, fd, size)`` to
+    ``batch``, until ``limit`` files or :data:`_BATCH_BYTES`; return the index to go on from."""
+    size = 0
+    index = first
+    while index < len(paths) and len(batch) < limit and size < _BATCH_BYTES:
+        path = paths[index]
+        index += 1
+        handle = FileHandle(path)
+        locks.callback(handle.close)
+        try:
+            fd = locks.enter_context(handle.locked(write=False, create=False, timeout=lock_timeout))
+        except (OSError, JSONLSessionError) as exc:
+            if on_error is None:
+                raise
+            on_error(path, exc)
+            continue
+        if fd != MISSING:  # else deleted since the folder was listed
+            batch.append((index - 1, path, fd, handle.size))
+            size += handle.size
+    return index
+
+
+def _grep_batch(
+    batch: list[tuple[int, Path, int, int]], prefilter: Prefilter
+) -> list[tuple[int, list[tuple[int, bytes]]]] | None:
+    from .system_grep import lines_containing
+
+    words = [prefilter.word, b"\\u", *prefilter.variants]
+    found = lines_containing([path for _, path, _, _ in batch], words, ignore_case=prefilter.ignore_case)
+    if found is None:
+        return None
+    return [(index, lines) for (index, *_), lines in zip(batch, found)]
+
+
+def _python_lines(fd: int, size: int, prefilter: Prefilter | None) -> list[tuple[int, bytes]]:
+    data = storage.read_range(fd, 0, size).removeprefix(codec.BOM)
+    if prefilter is None:
+        return [(line.number, line.data) for line in storage.scan_lines(data).lines]
+    return list(prefilter.lines(data))
+
+
+def _items(lines: list[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
     import orjson
 
-    handle = FileHandle(path)
-    try:
-        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
-            if fd == MISSING:
-                return
-            data = storage.read_range(fd, 0, handle.size).removeprefix(codec.BOM)
-    finally:
-        handle.close()
-    if prefilter is None:
-        lines: Iterator[tuple[int, bytes]] = (
-            (line.number, line.data) for line in storage.scan_lines(data).lines
-        )
-    else:
-        lines = prefilter.lines(data)
     for number, line in lines:
+        if number == 1:
+            line = line.removeprefix(codec.BOM)
         if codec.is_blank(line):
             continue
         try:

@@ -1,4 +1,4 @@
-"""``grep``'s raw-bytes pre-filter never hides a match that the decoded text has.
+"""``grep``'s raw-bytes pre-filter never hides a match that the decoded text has, with either engine.
 
 For speed, ``grep`` first looks for the pattern in the raw file bytes and decodes only the
 lines that contain it. That is exact only for a literal that appears in the line exactly as
@@ -11,13 +11,26 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_helpers import write_lines
 
+from jsonl_session import system_grep
 from jsonl_session.cli import main
 from jsonl_session.search import FOLDS
+
+
+@pytest.fixture(autouse=True, params=["system grep", "python"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every case runs with the system's ``grep -F`` finding the lines and with Python alone."""
+    if request.param == "python":
+        monkeypatch.setenv(system_grep.DISABLE_VARIABLE, "1")
+    else:
+        monkeypatch.delenv(system_grep.DISABLE_VARIABLE, raising=False)
+    yield
+    assert not system_grep._unusable  # the system grep was asked, and answered
 
 
 def grep(capsys: pytest.CaptureFixture[str], directory: Path, *args: str) -> list[str]:

@@ -1,0 +1,142 @@
+"""``grep`` asks the system's ``grep -F`` which lines to decode, and gives the same answer without it.
+
+The answer must never depend on which engine found the candidate lines: a property test runs
+both on the same files (escapes, case variants, BOMs, CRLF, torn tails); real processes show
+that a missing or misbehaving ``grep`` on PATH falls back to Python and still answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+from cli_helpers import cli_env, run, write_lines
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jsonl_session import system_grep
+from jsonl_session.cli import main
+
+LINES = [
+    '{"role": "user", "content": "first"}',
+    '{"role": "user", "content": "a needle here"}',
+    "not json, but a needle",
+    '{"role": "assistant", "content": "NEEDLE again"}',
+]
+EXPECTED = "many:2: user: a needle here\n"
+
+
+def test_this_machine_has_a_grep_that_the_search_uses(tmp_path: Path) -> None:
+    # without this, the tests below could pass on the Python fallback alone
+    path = write_lines(tmp_path / "many.jsonl", LINES)
+    found = system_grep.lines_containing([path, path], [b"needle"], ignore_case=True)
+    assert found == [[(2, LINES[1].encode()), (3, LINES[2].encode()), (4, LINES[3].encode())]] * 2
+
+
+def test_files_split_between_several_greps_come_back_in_order(tmp_path: Path) -> None:
+    paths = [write_lines(tmp_path / f"s{n}.jsonl", ["x"] * n + [f"needle {n}"]) for n in range(9)]
+    found = system_grep.lines_containing(paths, [b"needle"], ignore_case=False)
+    assert found == [[(n + 1, f"needle {n}".encode())] for n in range(9)]
+
+
+def test_a_folder_search_without_grep_on_path_answers_the_same(sessions_dir: Path) -> None:
+    write_lines(sessions_dir / "many.jsonl", LINES)
+    with_grep = run(sessions_dir, "grep", "needle")
+    without = run(sessions_dir, "grep", "needle", env=cli_env(PATH=str(sessions_dir / "no-such-bin")))
+    assert (with_grep.code, with_grep.out, with_grep.err) == (0, EXPECTED, "")
+    assert (without.code, without.out, without.err) == (0, EXPECTED, "")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "echo 'not what grep prints'",  # status 0, output of another shape
+        "echo 'grep: out of memory' >&2; exit 2",  # an error
+        'printf "%s\\000%s\\n" "$PWD/elsewhere.jsonl" "1:{}"',  # a file it was not asked about
+    ],
+    ids=["garbage", "error", "other-file"],
+)
+def test_a_grep_that_misbehaves_is_not_trusted(sessions_dir: Path, tmp_path: Path, script: str) -> None:
+    write_lines(sessions_dir / "many.jsonl", LINES)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "grep"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    result = run(sessions_dir, "grep", "needle", env=cli_env(PATH=path))
+    assert (result.code, result.out, result.err) == (0, EXPECTED, "")
+
+
+# Pieces that make the pre-filter's hard cases: the word whole and split, case variants, the
+# characters -i folds to ASCII letters, quotes and backslashes that JSON escapes.
+PIECES = [
+    "zanzibar",
+    "zan",
+    "zibar",
+    "ZANZIBAR",
+    "Zanzi",
+    "ſ",
+    "\u212a",
+    "ı",
+    "İ",
+    "é",
+    " ",
+    '"',
+    "\\",
+    "bar",
+]
+
+
+def _json_line(text: str, escape_mask: int) -> str:
+    """An item whose content is ``text``, some characters written as ``\\uXXXX`` as other tools may."""
+    chars = [
+        f"\\u{ord(char):04x}"
+        if escape_mask >> (n % 31) & 1 and ord(char) < 0x10000
+        else json.dumps(char)[1:-1]
+        for n, char in enumerate(text)
+    ]
+    return '{"role": "user", "content": "' + "".join(chars) + '"}'
+
+
+def _grep_output(directory: Path, *args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["grep", *args, "--dir", str(directory)])
+    return code, out.getvalue()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(
+        st.tuples(st.lists(st.sampled_from(PIECES), max_size=8), st.integers(0, 2**31 - 1)), max_size=6
+    ),
+    term=st.sampled_from(["zanzibar", "bar", "is", "k", "zan zibar"]),
+    ignore_case=st.booleans(),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    bom=st.booleans(),
+    torn=st.booleans(),
+)
+def test_both_engines_give_the_same_answer(
+    texts: list[tuple[list[str], int]], term: str, ignore_case: bool, newline: str, bom: bool, torn: bool
+) -> None:
+    lines = [_json_line("".join(pieces), mask) for pieces, mask in texts]
+    data = ("\ufeff" if bom else "") + newline.join(lines) + (newline if lines and not torn else "")
+    args = [term, *(["-i"] if ignore_case else [])]
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        (directory / "s.jsonl").write_bytes(data.encode())
+        system = _grep_output(directory, *args)
+        os.environ[system_grep.DISABLE_VARIABLE] = "1"
+        try:
+            python = _grep_output(directory, *args)
+        finally:
+            del os.environ[system_grep.DISABLE_VARIABLE]
+    assert system == python
+    assert not system_grep._unusable
