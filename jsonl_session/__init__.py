@@ -11,7 +11,6 @@ the file watcher or the lock library it does not need.
 """
 
 import importlib as _importlib
-import typing as _typing
 
 from .errors import (
     BackendUnavailable,
@@ -32,7 +31,10 @@ from .errors import (
     UnsafePathError,
 )
 
-if _typing.TYPE_CHECKING:  # what the lazy names below are, for type checkers and editors
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editors
+    from typing import Any
+
     from .directory import SessionDirectory, SessionInfo
     from .lineage import Lineage
     from .runs import PausedRun
@@ -89,7 +91,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
+del TYPE_CHECKING
+
+
+def __getattr__(name: str) -> "Any":
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

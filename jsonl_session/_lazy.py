@@ -14,7 +14,10 @@ Example:
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class OnFirstUse:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
 
 from . import cli, sidecars
 from .terminal import printable
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:  # `ls` imports this module for its marks: turns and usage wait for their commands
+    from typing import Any
+
     from .directory import SessionInfo
 
 TREE_TEXT = 50

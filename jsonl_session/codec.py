@@ -16,13 +16,14 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from ._lazy import OnFirstUse
 from .errors import ItemNotStorableError
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     import json
+    from typing import Any
 
     import orjson
 else:  # imported on first use: `jsonl-session ls` only counts lines (see _lazy.py)

@@ -58,10 +58,21 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
 
 from .errors import LockReentryError, LockTimeout
 from .files import MISSING, fsync_directory, make_private_directories, open_file
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from typing import Any, Protocol, TypeVar
+
+    T = TypeVar("T")
+
+    class ForkAware(Protocol):
+        """What :func:`close_in_forked_child` needs: a method run in the child right after ``fork``."""
+
+        def after_fork_in_child(self) -> None: ...
+
 
 __all__ = [
     "BUSY",
@@ -76,8 +87,6 @@ __all__ = [
     "fsync_directory",
     "make_private_directories",
 ]
-
-T = TypeVar("T")
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 """Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
@@ -114,12 +123,6 @@ def backoff_delays() -> Iterator[float]:
     while True:
         yield delay
         delay = min(delay * 2, _MAX_DELAY)
-
-
-class ForkAware(Protocol):
-    """What :func:`close_in_forked_child` needs: a method run in the child right after ``fork``."""
-
-    def after_fork_in_child(self) -> None: ...
 
 
 _fork_aware: weakref.WeakSet[Any] = weakref.WeakSet()

@@ -33,11 +33,14 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 from . import codec, storage
 from .errors import JSONLSessionError
 from .locking import MISSING, FileHandle
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # Regex syntax, and characters a writer may escape (``"``, ``\\``, ``\\/``) or follow with a
 # space (``:``, ``,``) where the compactly re-serialised text has none.

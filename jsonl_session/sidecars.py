@@ -30,17 +30,19 @@ import os
 import stat
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from . import storage
 from ._lazy import OnFirstUse
+from .errors import SessionFileError, UnsafePathError
+from .locking import MISSING, FileHandle, fsync_directory, make_private_directories
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     import orjson
 else:  # imported on first use: `jsonl-session ls` reads no sidecar (see _lazy.py)
     orjson = OnFirstUse("orjson", globals())
-from .errors import SessionFileError, UnsafePathError
-from .locking import MISSING, FileHandle, fsync_directory, make_private_directories
 
 LINEAGE = ".lineage"
 USAGE = ".usage"

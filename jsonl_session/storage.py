@@ -18,14 +18,16 @@ import errno
 import os
 import stat
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import codec, leftovers, marks, spill
 from .errors import MalformedLineError, OwnershipError, TornTailWarning, UnsafePathError
 from .files import fsync_directory
 from .naming import TORN_SUFFIX
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # First read from the end: enough for the last line, or for ``limit`` lines of a typical
 # size (a chat item is 300-600 bytes); a block that holds too few lines is read again 4x larger.
@@ -248,31 +250,49 @@ def _keep_owner(temp_fd: int, held: os.stat_result, path: Path) -> None:
         ) from None
 
 
-@dataclass(frozen=True)
 class Line:
-    """One non-blank line of a session file, as :func:`scan_lines` finds it."""
+    """One non-blank line of a session file, as :func:`scan_lines` finds it.
 
-    number: int
-    """1-based line number in the file (blank lines count, as an editor shows them)."""
-    start: int
-    """Offset of its first byte in the file (after a BOM)."""
-    end: int
-    """Offset just past its last byte; the newline is not included (a CR before it is)."""
-    data: bytes
+    ``Line`` and ``Scan`` are plain classes with slots rather than dataclasses: importing
+    ``dataclasses`` (it brings ``inspect``) cost about 12 ms of every command's start-up,
+    and ``check`` and the watcher make one ``Line`` per line.
+    """
+
+    __slots__ = ("data", "end", "number", "start")
+
+    def __init__(self, number: int, start: int, end: int, data: bytes) -> None:
+        self.number = number
+        """1-based line number in the file (blank lines count, as an editor shows them)."""
+        self.start = start
+        """Offset of its first byte in the file (after a BOM)."""
+        self.end = end
+        """Offset just past its last byte; the newline is not included (a CR before it is)."""
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Line(number={self.number}, start={self.start}, end={self.end}, data={self.data!r})"
 
 
-@dataclass(frozen=True)
 class Scan:
     """What :func:`scan_lines` found in a run of bytes."""
 
-    lines: list[Line]
-    """Non-blank complete lines, then an unterminated last line if it is an item."""
-    consumed: int
-    """Offset up to which the bytes are settled: after the last newline, or after a valid last line."""
-    newlines: int
-    """Newlines before ``consumed`` (line numbers after it continue from ``newlines + 1``)."""
-    pending: bytes
-    """What follows ``consumed``: a line still being written or a torn tail (``b""`` if none)."""
+    __slots__ = ("consumed", "lines", "newlines", "pending")
+
+    def __init__(self, lines: list[Line], consumed: int, newlines: int, pending: bytes) -> None:
+        self.lines = lines
+        """Non-blank complete lines, then an unterminated last line if it is an item."""
+        self.consumed = consumed
+        """Offset up to which the bytes are settled: after the last newline, or after a valid last line."""
+        self.newlines = newlines
+        """Newlines before ``consumed`` (line numbers after it continue from ``newlines + 1``)."""
+        self.pending = pending
+        """What follows ``consumed``: a line still being written or a torn tail (``b""`` if none)."""
+
+    def __repr__(self) -> str:
+        return (
+            f"Scan(lines={self.lines!r}, consumed={self.consumed}, "
+            f"newlines={self.newlines}, pending={self.pending!r})"
+        )
 
 
 def scan_lines(data: bytes, *, offset: int = 0, first_number: int = 1) -> Scan:

@@ -8,10 +8,12 @@ Rendering never fails on an unexpected shape: unknown items are shown as compact
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from .codec import dumps_any
 from .terminal import printable
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 TOOL_TEXT_WIDTH = 200
 

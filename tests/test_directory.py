@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_session import JSONLSession, SessionDirectory, UnsafePathError
+from jsonl_session import JSONLSession, SessionDirectory, SessionInfo, UnsafePathError
 
 
 def test_list_reports_counts_sizes_and_newest_first(sessions_dir: Path) -> None:
@@ -23,6 +23,20 @@ def test_list_reports_counts_sizes_and_newest_first(sessions_dir: Path) -> None:
     assert infos[1].size == len(b'{"a":1}\n{"b":2}\n')
     assert infos[1].modified.year == 2001
     assert store.ids() == ["new", "old"]
+
+
+def test_a_listed_session_is_an_immutable_value(sessions_dir: Path) -> None:
+    JSONLSession("a", sessions_dir).add_items_sync([{"role": "user", "content": "hi"}])
+    (first,) = SessionDirectory(sessions_dir).list()
+    (again,) = SessionDirectory(sessions_dir).list()
+    assert first == again and hash(first) == hash(again) and len({first, again}) == 1
+    assert first != SessionInfo("b", first.path, 1, first.size, first.modified)
+    assert repr(first).startswith("SessionInfo(session_id='a', path=")
+    assert (first.items, first.paused, first.forked_from) == (1, False, None)
+    with pytest.raises(AttributeError, match="immutable"):
+        first.items = 2
+    with pytest.raises(AttributeError, match="immutable"):
+        del first.size
 
 
 def test_delete(sessions_dir: Path) -> None:

@@ -42,6 +42,9 @@ NOT_FOR_LS = {
     "jsonl_session.usage",
     "jsonl_session.lineage",
     "hashlib",
+    # typing and shutil (argparse's help width) were ~7 ms of a 60 ms `ls` in a regular install
+    "typing",
+    "shutil",
 }
 
 
@@ -72,6 +75,8 @@ def test_ls_imports_nothing_it_does_not_use(sessions_dir: Path, json: bool) -> N
     assert not loaded & NOT_FOR_LS, sorted(loaded & NOT_FOR_LS)
     if not json:  # counting lines decodes nothing: orjson (and the uuid, decimal... it loads) waits
         assert not loaded & {"orjson", "json", "decimal", "uuid"}, sorted(loaded & {"orjson", "json"})
+        # dataclasses (with inspect, ast, dis...) was ~10 ms more; orjson imports it for --json
+        assert not loaded & {"dataclasses", "inspect"}, sorted(loaded & {"dataclasses", "inspect"})
 
 
 def test_importing_the_package_loads_only_its_errors(tmp_path: Path) -> None:
@@ -96,3 +101,19 @@ def test_a_command_built_alone_parses_and_helps_as_when_all_are_built() -> None:
     not_a_command = build_parser(only="no-such-command")  # the usage error lists every command
     assert list(subcommands(not_a_command)) == list(everything)
     assert not_a_command.format_help() == build_parser().format_help()
+
+
+@pytest.mark.parametrize("columns", ["50", "120"])
+def test_help_is_as_wide_as_columns_says(tmp_path: Path, columns: str) -> None:
+    # the help formatter reads the width itself (argparse's default imports shutil for it)
+    completed = subprocess.run(
+        [sys.executable, "-m", "jsonl_session", "grep", "-h"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=cli_env(COLUMNS=columns),
+        check=True,
+    )
+    options = completed.stdout.split("options:")[1].split("Example:")[0]
+    widest = max(len(line) for line in options.splitlines())
+    assert int(columns) - 20 < widest <= int(columns) - 2
