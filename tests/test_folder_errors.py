@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from cli_helpers import cli_env, run
 from privilege_helpers import call_as_nobody, needs_root, run_as_nobody
 
 from jsonl_session import JSONLSession, SessionDirectory, SkippedSessionWarning
@@ -102,6 +102,12 @@ def test_a_session_whose_lock_is_held_too_long_is_named_and_the_rest_listed(sess
         )
         checked = run(sessions_dir, "check", "--lock-timeout", "0.1")
         assert checked.code == 1 and "busy.jsonl: not checked: lock not acquired within 0.1s" in checked.out
+        for engine in ({}, {"JSONL_SESSION_PYTHON_GREP": "1"}):  # the system's grep -F, then Python
+            found = run(sessions_dir, "grep", "hi", "--lock-timeout", "0.1", env=cli_env(**engine))
+            assert (found.code, found.out) == (1, "free:1: user: hi\n")
+            assert "busy.jsonl: lock not acquired within 0.1s" in found.err and found.err.endswith(
+                "; skipped\n"
+            )
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
