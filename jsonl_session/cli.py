@@ -568,6 +568,9 @@ def _show_document(args: argparse.Namespace) -> int:
     if args.json or not (args.html or args.markdown):
         _error("show: -o goes with --html or --markdown, and --json with neither")
         return 2
+    if args.turns:  # it used to be ignored: the whole transcript came out instead
+        _error("show: --turns lists turns as text or --json, not as --html or --markdown")
+        return 2
     path = _existing(args, args.id).path
     if args.html:
         data, found = session_html(path, args.id, newest=args.n, lock_timeout=args.lock_timeout)

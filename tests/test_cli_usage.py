@@ -36,8 +36,20 @@ def six(sessions_dir: Path, session_id: str = "six") -> JSONLSession:
         ["add", "y" * 300, "hello"],
         ["export", "six", "--to", "chats.db"],
         ["import", "chats.db", "--id", "six", "--as", "fresh"],
+        ["show", "six", "--turns", "--html"],
+        ["show", "six", "--turns", "--markdown", "-o", "turns.md"],
+        ["show", "six", "--json", "--html"],
     ],
-    ids=["bad-pattern", "long-id-show", "long-id-add", "export-no-scheme", "import-no-scheme"],
+    ids=[
+        "bad-pattern",
+        "long-id-show",
+        "long-id-add",
+        "export-no-scheme",
+        "import-no-scheme",
+        "turns-html",
+        "turns-markdown",
+        "json-html",
+    ],
 )
 def test_usage_mistakes_exit_2_with_one_line(sessions_dir: Path, command: list[str]) -> None:
     six(sessions_dir)
