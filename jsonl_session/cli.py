@@ -25,8 +25,7 @@ import re
 import sys
 import warnings
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from . import codec, storage
@@ -45,7 +44,6 @@ from .transcript import Style, heading, label, render, text_of
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
-    import threading
     from typing import IO, Any
 
     from .check import Problem
@@ -173,7 +171,9 @@ def cmd_tail(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.follow:
         raise UsageError("--timeout only applies to tail -f")
     if args.follow:
-        return _follow(args, _open(args, args.id))
+        from .cli_follow import follow
+
+        return follow(args, _open(args, args.id))
     session = _existing(args, args.id)
     _print_items(args, session.get_items_sync(limit=args.n))
     return 0
@@ -433,80 +433,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    import asyncio
+    from .cli_transfer import cmd_export as export
 
-    if args.all:
-        if args.id or args.as_id:
-            return _usage("export --all copies every session under its own id: give no ID and no --as")
-        return _copy_all("export", args.to, args)
-    if not args.id:
-        return _usage("export: give a session ID, or --all")
-    source = _existing(args, args.id)
-    return asyncio.run(_copy_to_url(source, args.to, args.as_id or args.id))
+    return export(args)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    import asyncio
+    from .cli_transfer import cmd_import as import_
 
-    if args.all:
-        if args.id or args.as_id:
-            return _usage("import --all copies every session under its own id: give no --id and no --as")
-        return _copy_all("import", args.url, args)
-    if not args.id:
-        return _usage("import: give --id SOURCE_ID, or --all")
-    target = _open(args, args.as_id or args.id)
-    return asyncio.run(_copy_from_url(args.url, args.id, target))
-
-
-def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
-    """``export --all`` / ``import --all``: one line per session that was not copied, then a summary."""
-    import asyncio
-
-    from .bulk import export_all, import_all
-
-    progress = _progress_bar(verb, unit="sessions")
-    with _terminal_line_ended(progress):
-        if verb == "export":
-            outcomes = asyncio.run(
-                _in_backend_errors(url, export_all(_directory(args), url, progress=progress))
-            )
-        else:
-            outcomes = asyncio.run(
-                _in_backend_errors(url, import_all(url, _directory(args), progress=progress))
-            )
-    for outcome in outcomes:
-        if outcome.status in ("differs", "failed"):
-            print(f"{outcome.session_id}: {outcome.status}: {outcome.detail}", file=sys.stderr)
-    counts = Counter(outcome.status for outcome in outcomes)
-    copied = sum(outcome.items for outcome in outcomes if outcome.status == "copied")
-    where = f"to {_shown(url)}" if verb == "export" else f"from {_shown(url)}"
-    print(
-        f"{verb}ed {counts['copied']} session{_s(counts['copied'])} ({copied} item{_s(copied)}) {where}; "
-        f"{counts['skipped']} already there, {counts['differs']} differ, {counts['failed']} failed",
-        file=sys.stderr,
-    )
-    return 1 if counts["differs"] or counts["failed"] else 0
-
-
-async def _in_backend_errors(url: str, work: Any) -> Any:
-    async with _backend_errors(url):
-        return await work
-
-
-@contextmanager
-def _terminal_line_ended(progress: Any) -> Iterator[None]:
-    """If a progress bar is drawn and the copy stops early, end its line before the error."""
-    try:
-        yield
-    except BaseException:
-        if progress is not None:
-            sys.stderr.write("\n")
-        raise
-
-
-def _usage(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
+    return import_(args)
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -606,53 +541,6 @@ def _print_items(args: argparse.Namespace, items: list[Any], *, first: int | Non
         print(render(item, number=number, style=style))
 
 
-def _follow(args: argparse.Namespace, session: JSONLSession) -> int:
-    """``tail -f``: the newest N items, then every change as it happens, until Ctrl-C or SIGTERM.
-
-    With ``--json`` each line is one change, ``{"kind": ..., "count": ..., "items": [...]}``,
-    so a script can tell appended items from pops and clears.
-    """
-    style = _style(sys.stdout)
-    limit = f" (up to {args.timeout:g} s)" if args.timeout is not None else ""
-    if not session.path.is_file():
-        _note(f"{args.id}: no such session in {args.dir} yet; waiting for it{limit}")
-    # Ctrl-C ends the watch (closed cleanly) and reaches main() as KeyboardInterrupt: exit 130.
-    with _stop_after(args.timeout) as stop, session.watch_sync(start=args.n, stop_event=stop) as changes:
-        for change in changes:
-            if args.json:
-                _json_line({"kind": change.kind, "count": change.count, "items": change.items})
-            elif change.kind == "appended":
-                _print_items(args, change.items)
-            elif change.kind == "removed":
-                print(style.dim(f"-- {change.count} item{_s(change.count)} removed --"))
-            elif change.kind == "replaced":
-                print(style.dim(f"-- session rewritten: now {change.count} item{_s(change.count)} --"))
-                _print_items(args, change.items[-args.n :] if args.n else [])
-            else:  # cleared, deleted
-                print(style.dim(f"-- session {change.kind} --"))
-            sys.stdout.flush()
-    if args.timeout is not None and not session.path.is_file():
-        raise Failure(f"{args.id}: still no such session after {args.timeout:g} s")
-    return 0
-
-
-@contextmanager
-def _stop_after(seconds: float | None) -> Iterator[threading.Event]:
-    """An event set after ``seconds`` (never when None), for ``tail -f --timeout``."""
-    import threading
-
-    stop = threading.Event()
-    timer = threading.Timer(seconds, stop.set) if seconds is not None else None
-    if timer is not None:
-        timer.daemon = True
-        timer.start()
-    try:
-        yield stop
-    finally:
-        if timer is not None:
-            timer.cancel()
-
-
 def _parse_items(data: bytes, source: str) -> list[Any]:
     """Every non-blank line as an item, or a Failure naming the first bad line (nothing half-done)."""
     data = data.removeprefix(codec.BOM)
@@ -718,91 +606,6 @@ def _snippet(text: str, match: re.Match[str], style: Style) -> str:
     )
     # split/join squashes newlines and runs of spaces 4x faster than a regex (colour codes have no spaces)
     return ("…" if start else "") + " ".join(window.split()) + ("…" if end < len(text) else "")
-
-
-async def _copy_to_url(source: JSONLSession, url: str, target_id: str) -> int:
-    from .transfer import copy_session, open_url
-
-    async with _backend_errors(url), open_url(url, target_id) as target:
-        if await target.get_items(limit=1):
-            raise Failure(f"{_shown(url)}: session {target_id!r} already has items; not overwriting it")
-        count = await copy_session(source, target, progress=_progress_bar("export"))
-    print(
-        f"{source.session_id}: exported {count} item{_s(count)} to {_shown(url)} as {target_id}",
-        file=sys.stderr,
-    )
-    from .cli_history import metadata_left_behind
-
-    left = metadata_left_behind(source)
-    if left:
-        _note(f"{source.session_id}: {left} stay in {source.directory} (the backend stores items only)")
-    return 0
-
-
-async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
-    from .transfer import copy_session, open_url
-
-    if target.get_items_sync(limit=1):
-        raise Failure(
-            f"{target.session_id}: session already has items in {target.directory}; not overwriting it"
-        )
-    async with _backend_errors(url), open_url(url, source_id) as source:
-        # Read everything and check that it can be stored before writing anything: a bad
-        # item must not leave half a conversation behind.
-        fetched = _Fetched(await source.get_items())
-        try:
-            codec.encode_items(fetched.items)
-        except ValueError as exc:
-            raise Failure(f"{_shown(url)}: session {source_id!r}: {exc}; nothing imported") from None
-        count = await copy_session(fetched, target, progress=_progress_bar("import"))
-    if not count:
-        raise Failure(f"{_shown(url)}: session {source_id!r} has no items (wrong --id?)")
-    _note(f"{target.session_id}: imported {count} item{_s(count)} from {_shown(url)}")
-    return 0
-
-
-class _Fetched:
-    """Items already read from a backend, offered as a session to ``copy_session``."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        if limit is None:
-            return self.items
-        return self.items[-limit:] if limit else []
-
-
-@asynccontextmanager
-async def _backend_errors(url: str) -> AsyncIterator[None]:
-    """Turn a backend's own exceptions (connection refused, bad credentials...) into one line."""
-    try:
-        yield
-    except (Failure, JSONLSessionError, ValueError):
-        raise
-    except Exception as exc:  # noqa: BLE001  (redis.ConnectionError, sqlalchemy OperationalError...)
-        first_line = (str(exc).strip().splitlines() or [""])[0]  # SQLAlchemy appends "(Background on ...)"
-        raise Failure(f"{_shown(url)}: {type(exc).__name__}: {first_line}") from None
-
-
-def _shown(url: str) -> str:
-    """The URL with any password masked, for messages."""
-    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
-
-
-def _progress_bar(verb: str, unit: str = "items") -> Any:
-    """A ``progress(done, total)`` callback drawing on stderr when it is a terminal, else None."""
-    if not sys.stderr.isatty():
-        return None
-
-    def progress(done: int, total: int) -> None:
-        width = 30
-        filled = width * done // total if total else width
-        end = "\n" if done >= total else ""
-        sys.stderr.write(f"\r{verb} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {unit}{end}")
-        sys.stderr.flush()
-
-    return progress
 
 
 def _confirm(question: str, *, default: bool = False) -> bool:

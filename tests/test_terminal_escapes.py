@@ -49,6 +49,16 @@ def test_printable_escapes_only_what_can_drive_a_terminal() -> None:
     assert printable("") == ""
 
 
+def test_every_code_point_is_escaped_exactly_when_it_could_drive_a_terminal() -> None:
+    # printable() skips its regex for text that str.isprintable() passes: that shortcut must
+    # never let a dangerous character through, alone or next to ordinary text
+    for code in range(0x110000):
+        char = chr(code)
+        dangerous = DANGEROUS.fullmatch(char) is not None and char not in "\t\n"
+        assert (printable(char) != char) == dangerous, hex(code)
+        assert (printable("a" + char) != "a" + char) == dangerous, hex(code)
+
+
 @pytest.mark.parametrize(
     "command",
     [
