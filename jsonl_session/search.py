@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from . import codec, storage
+from . import codec, storage, system_grep
 from .errors import JSONLSessionError
 from .locking import MISSING, FileHandle
 
@@ -119,21 +119,34 @@ def matching_items(
     without a usable grep, one file at a time is read and searched in Python.
     """
     first = 0
+    hit_ratio = 1.0  # candidate bytes per byte read: assume every line at first
     while first < len(paths):
         with ExitStack() as locks:  # decoding and printing happen after the locks are released
             batch: list[tuple[int, Path, int, int]] = []
-            limit = _BATCH_FILES if prefilter is not None else 1
-            first = _lock_batch(paths, first, lock_timeout, on_error, locks, batch, limit)
+            if prefilter is not None and system_grep.available():
+                limit = _BATCH_FILES, int(_BATCH_OUTPUT / max(hit_ratio, _BATCH_OUTPUT / _BATCH_BYTES))
+            else:
+                limit = 1, _BATCH_BYTES  # Python reads and searches one file at a time
+            first = _lock_batch(paths, first, lock_timeout, on_error, locks, batch, *limit)
             found = None if prefilter is None else _grep_batch(batch, prefilter)
             if found is None:
                 found = [(index, _python_lines(fd, size, prefilter)) for index, _, fd, size in batch]
+            elif batch:
+                candidates = sum(len(line) for _, lines in found for _, line in lines)
+                hit_ratio = candidates / max(1, sum(size for *_, size in batch))
         for index, lines in found:
             for number, item in _items(lines):
                 yield index, number, item
+        found, lines = [], []  # not held while the next batch is read
 
 
+# One grep run reads files until _BATCH_FILES or until it may hand back about _BATCH_OUTPUT
+# bytes of candidate lines (all of them are held until decoded), judged by the last run's
+# share of matching bytes: a rare word reads up to _BATCH_BYTES at once (fewer runs), a
+# common one 16 MB (bounded memory: ~2x that).
 _BATCH_FILES = 64
-_BATCH_BYTES = 64 << 20  # what one grep run may hand back is at most about the files' size
+_BATCH_OUTPUT = 16 << 20
+_BATCH_BYTES = 256 << 20
 
 
 def _lock_batch(
@@ -143,13 +156,14 @@ def _lock_batch(
     on_error: Callable[[Path, Exception], None] | None,
     locks: ExitStack,
     batch: list[tuple[int, Path, int, int]],
+    files: int,
     limit: int,
 ) -> int:
     """Lock files from ``paths[first]`` on (shared), adding ``(index, path, fd, size)`` to
-    ``batch``, until ``limit`` files or :data:`_BATCH_BYTES`; return the index to go on from."""
+    ``batch``, until ``files`` files or ``limit`` bytes; return the index to go on from."""
     size = 0
     index = first
-    while index < len(paths) and len(batch) < limit and size < _BATCH_BYTES:
+    while index < len(paths) and len(batch) < files and size < limit:
         path = paths[index]
         index += 1
         handle = FileHandle(path)
@@ -170,10 +184,9 @@ def _lock_batch(
 def _grep_batch(
     batch: list[tuple[int, Path, int, int]], prefilter: Prefilter
 ) -> list[tuple[int, list[tuple[int, bytes]]]] | None:
-    from .system_grep import lines_containing
-
     words = [prefilter.word, b"\\u", *prefilter.variants]
-    found = lines_containing([path for _, path, _, _ in batch], words, ignore_case=prefilter.ignore_case)
+    paths = [path for _, path, _, _ in batch]
+    found = system_grep.lines_containing(paths, words, ignore_case=prefilter.ignore_case)
     if found is None:
         return None
     return [(index, lines) for (index, *_), lines in zip(batch, found)]

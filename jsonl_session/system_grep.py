@@ -36,7 +36,7 @@ def lines_containing(
     The caller holds the files' locks while this runs.
     """
     global _unusable
-    if _unusable or os.environ.get(DISABLE_VARIABLE) or not paths or not words:
+    if not available() or not paths or not words:
         return None
     arguments = ["grep", "-F", "-H", "-n", "-a", "--null", "--color=never"]
     if ignore_case:
@@ -51,8 +51,7 @@ def lines_containing(
         for group in _groups(unique, min(os.cpu_count() or 1, MAX_PROCESSES)):
             greps.append(_Grep([*arguments, "--", *map(os.fsdecode, group)], group))
         for grep in greps:
-            output = grep.output()
-            parsed = None if output is None else _parse(output, grep.names)
+            parsed = _parse(grep.output(), grep.names)  # grep's output is freed once parsed
             if parsed is None or found is None:
                 found = None
                 continue
@@ -104,14 +103,14 @@ class _Grep:
         finally:
             os.close(write_end)
 
-    def output(self) -> bytes | None:
+    def output(self) -> bytearray | None:
         """All it prints, once it has ended; None if it reported an error (status 2)."""
-        pieces = []
+        output = bytearray()  # grown in place: no list of pieces joined into a second copy
         while piece := os.read(self.read_end, 1 << 20):
-            pieces.append(piece)
+            output += piece
         _, status = os.waitpid(self.pid, 0)
         self.pid = 0
-        return b"".join(pieces) if os.waitstatus_to_exitcode(status) in (0, 1) else None
+        return output if os.waitstatus_to_exitcode(status) in (0, 1) else None
 
     def close(self) -> None:
         """Close our end; a grep that has not ended (we were interrupted) is stopped and reaped."""
@@ -126,14 +125,30 @@ class _Grep:
             self.pid = 0
 
 
-def _parse(output: bytes, names: list[bytes]) -> dict[bytes, list[tuple[int, bytes]]] | None:
-    """``name NUL number : line`` records, grouped by file; None if a record is not of that shape."""
+def available() -> bool:
+    """Whether a search should try the system's grep (it may still turn out unusable)."""
+    return not _unusable and not os.environ.get(DISABLE_VARIABLE)
+
+
+def _parse(output: bytearray | None, names: list[bytes]) -> dict[bytes, list[tuple[int, bytes]]] | None:
+    """``name NUL number : line`` records, grouped by file; None if a record is not of that shape.
+
+    Offsets into a view, not ``split``: only the lines are copied out, so a batch of
+    candidate lines is held about twice (grep's output and the lines), not four times.
+    """
+    if output is None:
+        return None
     found: dict[bytes, list[tuple[int, bytes]]] = {name: [] for name in names}
-    for record in output.split(b"\n")[:-1]:  # every record ends with a newline, the last one too
-        name, _, rest = record.partition(b"\0")
-        number, _, line = rest.partition(b":")
-        lines = found.get(name)
-        if lines is None or not number.isdigit():
+    view = memoryview(output)
+    position, size = 0, len(output)
+    while position < size:  # every record ends with a newline, the last one too
+        end = output.find(b"\n", position)
+        nul = output.find(b"\0", position, end)
+        colon = output.find(b":", nul, end)
+        lines = found.get(bytes(view[position:nul])) if nul >= 0 else None
+        number = bytes(view[nul + 1 : colon])
+        if end < 0 or colon < 0 or lines is None or not number.isdigit():
             return None  # not the grep we know: trust Python instead
-        lines.append((int(number), line))
+        lines.append((int(number), bytes(view[colon + 1 : end])))
+        position = end + 1
     return found

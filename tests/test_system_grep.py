@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import tempfile
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from cli_helpers import cli_env, run, write_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import system_grep
+from jsonl_session import search, system_grep
 from jsonl_session.cli import main
 
 LINES = [
@@ -140,3 +141,27 @@ def test_both_engines_give_the_same_answer(
             del os.environ[system_grep.DISABLE_VARIABLE]
     assert system == python
     assert not system_grep._unusable
+
+
+@pytest.mark.parametrize("engine", ["system grep", "python"])
+def test_a_folder_search_holds_only_a_bounded_part_of_the_folder_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    # 12 sessions of ~2 MB in which every line matches: 24 MB of candidate lines in all
+    line = json.dumps({"role": "user", "content": "weather " + "x" * 200}).encode()
+    for n in range(12):
+        (tmp_path / f"s{n}.jsonl").write_bytes((line + b"\n") * 10_000)
+    if engine == "python":
+        monkeypatch.setenv(system_grep.DISABLE_VARIABLE, "1")
+    else:
+        monkeypatch.setattr(search, "_BATCH_OUTPUT", 4 << 20)  # a grep batch: two files
+    tracemalloc.start()
+    try:
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            assert main(["grep", "weather", "--dir", str(tmp_path)]) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Python reads one file at a time; grep's output is about its batch (the candidate lines, once
+    # as grep's output and once as lines): far from the 24 MB of the folder
+    assert peak < 12 << 20, peak
