@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import functools
 import itertools
 import os
 import re
@@ -718,18 +717,12 @@ def _command(
         description=summary,
         epilog="Example:\n" + "\n".join(f"  {line}" for line in example.splitlines()),
         formatter_class=_Formatter,
-        parents=[_command_common()],
     )
+    _add_common(parser)
     parser.set_defaults(handler=handler)
     if json:
         parser.add_argument("--json", action="store_true", help="machine-readable output: JSON Lines")
     return parser
-
-
-@functools.cache
-def _command_common() -> argparse.ArgumentParser:
-    """One shared parent for every command (building a parser per command costs start-up)."""
-    return _common()
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -755,26 +748,25 @@ def _columns() -> int:
         return 80
 
 
-def _common(*, defaults: bool = False) -> argparse.ArgumentParser:
+def _add_common(parser: argparse.ArgumentParser, *, defaults: bool = False) -> None:
     """``--dir`` and ``--lock-timeout``, accepted before the command and after it.
 
     Only the top-level parser has defaults: a command's own copy is SUPPRESSed unless given,
     so ``jsonl-session --dir x ls`` keeps x, and ``ls --dir y`` (after the command) wins.
+    Added to each parser rather than shared as a parent parser: each parser built costs start-up.
     """
-    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
-    common.add_argument(
+    parser.add_argument(
         "--dir",
         default=(os.environ.get(DIR_ENV) or "sessions") if defaults else argparse.SUPPRESS,
         help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
     )
-    common.add_argument(
+    parser.add_argument(
         "--lock-timeout",
         type=_seconds,
         default=DEFAULT_LOCK_TIMEOUT if defaults else argparse.SUPPRESS,
         metavar="SECONDS",
         help=f"wait at most this long for another process's lock (default: {DEFAULT_LOCK_TIMEOUT:g})",
     )
-    return common
 
 
 def _seconds(text: str) -> float:
@@ -809,8 +801,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog=f"Example:\n  {PROG} ls\n  {PROG} show convo_123 -n 5\n\n"
         f"Run `{PROG} COMMAND -h` for a command's options and an example.",
         formatter_class=_Formatter,
-        parents=[_common(defaults=True)],
     )
+    _add_common(parser, defaults=True)
     parser.set_defaults(command=None)
     commands = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
 
