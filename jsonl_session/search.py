@@ -36,7 +36,7 @@ from pathlib import Path
 
 from . import codec, storage, system_grep
 from .errors import JSONLSessionError
-from .locking import MISSING, FileHandle
+from .locking import BUSY, MISSING, FileHandle
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -160,21 +160,34 @@ def _lock_batch(
     limit: int,
 ) -> int:
     """Lock files from ``paths[first]`` on (shared), adding ``(index, path, fd, size)`` to
-    ``batch``, until ``files`` files or ``limit`` bytes; return the index to go on from."""
+    ``batch``, until ``files`` files or ``limit`` bytes; return the index to go on from.
+
+    Only the batch's first file may wait for its lock (up to ``lock_timeout``) or report an
+    error: waiting while holding the others would stall their writers, and an error would
+    lose what they hold. A later file that is busy or fails starts the next batch instead.
+    """
     size = 0
     index = first
     while index < len(paths) and len(batch) < files and size < limit:
         path = paths[index]
-        index += 1
         handle = FileHandle(path)
         locks.callback(handle.close)
         try:
-            fd = locks.enter_context(handle.locked(write=False, create=False, timeout=lock_timeout))
+            if batch:
+                fd = locks.enter_context(handle.try_locked(write=False, create=False))
+                if fd == BUSY:
+                    break
+            else:
+                fd = locks.enter_context(handle.locked(write=False, create=False, timeout=lock_timeout))
         except (OSError, JSONLSessionError) as exc:
+            if batch:
+                break
             if on_error is None:
                 raise
             on_error(path, exc)
+            index += 1
             continue
+        index += 1
         if fd != MISSING:  # else deleted since the folder was listed
             batch.append((index - 1, path, fd, handle.size))
             size += handle.size
@@ -189,6 +202,9 @@ def _grep_batch(
     found = system_grep.lines_containing(paths, words, ignore_case=prefilter.ignore_case)
     if found is None:
         return None
+    for lines in found:  # grep reads the file's first line with its BOM; Python strips it first
+        if lines and lines[0][0] == 1:
+            lines[0] = (1, lines[0][1].removeprefix(codec.BOM))
     return [(index, lines) for (index, *_), lines in zip(batch, found)]
 
 
@@ -203,8 +219,6 @@ def _items(lines: list[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]
     import orjson
 
     for number, line in lines:
-        if number == 1:
-            line = line.removeprefix(codec.BOM)
         if codec.is_blank(line):
             continue
         try:

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,7 +39,8 @@ def lines_containing(
     global _unusable
     if not available() or not paths or not words:
         return None
-    arguments = ["grep", "-F", "-H", "-n", "-a", "--null", "--color=never"]
+    # -D skip: a FIFO or device put in a session's place is not read (it could block forever)
+    arguments = ["grep", "-F", "-H", "-n", "-a", "-D", "skip", "--null", "--color=never"]
     if ignore_case:
         arguments.append("-i")
     for word in words:
@@ -96,6 +98,7 @@ class _Grep:
                     (os.POSIX_SPAWN_DUP2, write_end, 1),
                     (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
                 ],
+                setsigdef=(signal.SIGPIPE,),  # Python ignores it; grep should die of it, as in a shell
             )
         except BaseException:
             os.close(read_end)
@@ -108,8 +111,11 @@ class _Grep:
         output = bytearray()  # grown in place: no list of pieces joined into a second copy
         while piece := os.read(self.read_end, 1 << 20):
             output += piece
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
+        pid, self.pid = self.pid, 0
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:  # SIGCHLD is ignored: the child was reaped, its status is lost
+            return None
         return output if os.waitstatus_to_exitcode(status) in (0, 1) else None
 
     def close(self) -> None:
@@ -118,11 +124,12 @@ class _Grep:
             os.close(self.read_end)
             self.read_end = -1
         if self.pid:
-            import signal
-
-            os.kill(self.pid, signal.SIGTERM)
-            os.waitpid(self.pid, 0)
-            self.pid = 0
+            pid, self.pid = self.pid, 0
+            try:
+                os.kill(pid, signal.SIGTERM)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):  # already gone, or reaped for us
+                pass
 
 
 def available() -> bool:

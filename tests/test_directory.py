@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 import stat
+import weakref
 from pathlib import Path
 
 import pytest
@@ -37,6 +40,15 @@ def test_a_listed_session_is_an_immutable_value(sessions_dir: Path) -> None:
         first.items = 2
     with pytest.raises(AttributeError, match="immutable"):
         del first.size
+    # as the frozen dataclass it replaced: it pickles (multiprocessing), copies, matches, weakrefs
+    assert pickle.loads(pickle.dumps(first)) == first
+    assert copy.copy(first) == first and copy.deepcopy(first) == first
+    match first:
+        case SessionInfo("a", _, items):
+            assert items == 1
+        case _:
+            pytest.fail("no match")
+    assert weakref.ref(first)() is first
 
 
 def test_delete(sessions_dir: Path) -> None:

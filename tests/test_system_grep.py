@@ -11,8 +11,12 @@ import contextlib
 import io
 import json
 import os
+import signal
 import stat
+import subprocess
+import sys
 import tempfile
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -21,8 +25,9 @@ from cli_helpers import cli_env, run, write_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import search, system_grep
+from jsonl_session import JSONLSession, search, system_grep
 from jsonl_session.cli import main
+from jsonl_session.locking import FileHandle
 
 LINES = [
     '{"role": "user", "content": "first"}',
@@ -165,3 +170,84 @@ def test_a_folder_search_holds_only_a_bounded_part_of_the_folder_in_memory(
     # Python reads one file at a time; grep's output is about its batch (the candidate lines, once
     # as grep's output and once as lines): far from the 24 MB of the folder
     assert peak < 12 << 20, peak
+
+
+def _open_by(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (its descriptors, as /proc shows them)."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd) == str(path) for fd in fds.iterdir())
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.parametrize("engine", [{}, {system_grep.DISABLE_VARIABLE: "1"}], ids=["system grep", "python"])
+def test_waiting_for_one_busy_session_holds_no_other_session_locked(
+    sessions_dir: Path, engine: dict[str, str]
+) -> None:
+    # A grep waiting (up to --lock-timeout) for a session another process writes must not keep
+    # the sessions before it locked meanwhile: their writers would time out.
+    for name in ("a", "b", "c"):
+        JSONLSession(name, sessions_dir).add_items_sync([{"role": "user", "content": f"needle in {name}"}])
+    busy = sessions_dir / "b.jsonl"
+    holder = FileHandle(busy)
+    with holder.locked(write=True, create=False):
+        command = [sys.executable, "-m", "jsonl_session", "grep", "needle", "--dir", str(sessions_dir)]
+        grep = subprocess.Popen(
+            [*command, "--lock-timeout", "5"], env=cli_env(**engine), stdout=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not _open_by(grep.pid, busy):  # it has reached b (and waits for it from now on)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    grep.wait(timeout=0.002)
+                assert grep.returncode is None and time.monotonic() < deadline
+            JSONLSession("a", sessions_dir, lock_timeout=2).add_items_sync(
+                [{"role": "user", "content": "more"}]
+            )
+            JSONLSession("c", sessions_dir, lock_timeout=2).add_items_sync(
+                [{"role": "user", "content": "more"}]
+            )
+        finally:
+            grep.kill()
+            grep.communicate()
+    holder.close()
+
+
+@pytest.mark.parametrize("engine", [{}, {system_grep.DISABLE_VARIABLE: "1"}], ids=["system grep", "python"])
+def test_named_sessions_print_what_they_found_before_the_one_that_fails(
+    sessions_dir: Path, engine: dict[str, str]
+) -> None:
+    for name in ("a", "b", "c"):
+        JSONLSession(name, sessions_dir).add_items_sync([{"role": "user", "content": f"needle in {name}"}])
+    holder = FileHandle(sessions_dir / "b.jsonl")
+    with holder.locked(write=True, create=False):
+        result = run(
+            sessions_dir, "grep", "needle", "a", "b", "c", "--lock-timeout", "0.2", env=cli_env(**engine)
+        )
+    holder.close()
+    assert result.out == "a:1: user: needle in a\n"
+    assert result.code == 1 and "b.jsonl: lock not acquired within 0.2s" in result.err
+
+
+def test_a_grep_run_with_sigchld_ignored_still_answers(sessions_dir: Path) -> None:
+    # SIGCHLD ignored (inherited from a parent that set it) makes waitpid fail with ECHILD
+    write_lines(sessions_dir / "many.jsonl", LINES)
+    result = subprocess.run(
+        [sys.executable, "-m", "jsonl_session", "grep", "needle", "--dir", str(sessions_dir)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN),
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, EXPECTED, "")
+
+
+def test_only_the_first_bom_of_a_file_is_skipped_by_either_engine(sessions_dir: Path) -> None:
+    line = json.dumps({"role": "user", "content": "needle after two BOMs"}).encode()
+    bom = b"\xef\xbb\xbf"
+    write_lines(sessions_dir / "boms.jsonl", [bom + bom + line, line])
+    for engine in ({}, {system_grep.DISABLE_VARIABLE: "1"}):
+        result = run(sessions_dir, "grep", "needle", env=cli_env(**engine))
+        assert (result.code, result.out) == (0, "boms:2: user: needle after two BOMs\n"), engine
