@@ -37,7 +37,7 @@ def six(sessions_dir: Path, session_id: str = "six") -> JSONLSession:
         ["export", "six", "--to", "chats.db"],
         ["import", "chats.db", "--id", "six", "--as", "fresh"],
         ["show", "six", "--turns", "--html"],
-        ["show", "six", "--turns", "--markdown", "-o", "turns.md"],
+        ["show", "six", "--turns", "--markdown", "-o", os.devnull],
         ["show", "six", "--json", "--html"],
     ],
     ids=[
