@@ -80,7 +80,7 @@ def _groups(names: list[bytes], count: int) -> list[list[bytes]]:
 
 
 class _Grep:
-    """One running ``grep``, its standard output a pipe to us, its other streams ``/dev/null``."""
+    """One running ``grep``: its output and its messages a pipe to us, its input ``/dev/null``."""
 
     def __init__(self, arguments: list[str], names: list[bytes]) -> None:
         self.names = names
@@ -96,7 +96,9 @@ class _Grep:
                 file_actions=[
                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                     (os.POSIX_SPAWN_DUP2, write_end, 1),
-                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                    # Its messages go into the same pipe: one breaks the output's format, so a
+                    # grep that refuses an option but exits 1 ("no match") is not believed.
+                    (os.POSIX_SPAWN_DUP2, write_end, 2),
                 ],
                 setsigdef=(signal.SIGPIPE,),  # Python ignores it; grep should die of it, as in a shell
             )

@@ -65,8 +65,9 @@ def test_a_folder_search_without_grep_on_path_answers_the_same(sessions_dir: Pat
         "echo 'not what grep prints'",  # status 0, output of another shape
         "echo 'grep: out of memory' >&2; exit 2",  # an error
         'printf "%s\\000%s\\n" "$PWD/elsewhere.jsonl" "1:{}"',  # a file it was not asked about
+        "echo 'grep: unrecognized option --null' >&2; exit 1",  # an old busybox: says 'no match'
     ],
-    ids=["garbage", "error", "other-file"],
+    ids=["garbage", "error", "other-file", "option-refused-as-no-match"],
 )
 def test_a_grep_that_misbehaves_is_not_trusted(sessions_dir: Path, tmp_path: Path, script: str) -> None:
     write_lines(sessions_dir / "many.jsonl", LINES)
