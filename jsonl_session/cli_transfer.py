@@ -161,16 +161,39 @@ async def _backend_errors(url: str) -> AsyncIterator[None]:
     """Turn a backend's own exceptions (connection refused, bad credentials...) into one line."""
     try:
         yield
-    except (cli.Failure, JSONLSessionError, ValueError):
+    except (cli.Failure, JSONLSessionError):
         raise
-    except Exception as exc:  # noqa: BLE001  (redis.ConnectionError, sqlalchemy OperationalError...)
+    except Exception as exc:  # redis.ConnectionError, sqlalchemy OperationalError, a driver ValueError...
         first_line = (str(exc).strip().splitlines() or [""])[0]  # SQLAlchemy appends "(Background on ...)"
+        if _quotes_password(first_line, url):
+            # e.g. redis-py on an unencoded "/" in it: "Port could not be cast to integer value as 'hun'"
+            first_line = (
+                "(message not shown: it quotes the password; percent-encode any '/', '@' or ':' in it)"
+            )
+        elif isinstance(exc, ValueError):
+            raise
         raise cli.Failure(f"{_shown(url)}: {type(exc).__name__}: {first_line}") from None
+
+
+def _quotes_password(text: str, url: str) -> bool:
+    """Whether ``text`` holds the URL's password or a piece of it (as a driver that split it would)."""
+    password = _password(url)
+    if not password:
+        return False
+    return any(piece in text for piece in (password, *re.split(r"[/@:]", password)) if len(piece) >= 2)
+
+
+def _password(url: str) -> str | None:
+    """The password in ``url``: from ``user:`` to the *last* ``@``, so a ``/`` or ``@`` written
+    in it unencoded (which the drivers accept) is part of it, not the end of it."""
+    match = re.match(r"[^:/]+://[^/@:]*:(.+)@", url)
+    return match.group(1) if match else None
 
 
 def _shown(url: str) -> str:
     """The URL with any password masked, for messages."""
-    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
+    password = _password(url)
+    return url.replace(f":{password}@", ":***@", 1) if password else url
 
 
 def _progress_bar(verb: str, unit: str = "items") -> Any:

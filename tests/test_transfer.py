@@ -164,6 +164,15 @@ def test_backend_failures_are_one_line_errors(
         and "hunter2" not in refused.err
     )
     assert run(sessions_dir, "export", "convo", "--to", "chats.db").code == 2  # not a URL: a usage mistake
+    # A password with "/" or "@" in it (unencoded, which the drivers accept) is masked whole,
+    # in the URL and in a driver's own message about it.
+    port = _closed_port()
+    for password in ("hun/ter2", "hun@ter2", "hunter2/@x"):
+        url = f"redis://user:{password}@127.0.0.1:{port}/0"
+        failed = in_process(capsys, sessions_dir, "export", "convo", "--to", url)
+        assert failed.code in (1, 2) and failed.err.count("\n") == 1, failed
+        assert failed.err.startswith("jsonl-session: error: redis://user:***@"), failed.err
+        assert all(part not in failed.err for part in ("hun", "ter2")), failed.err
 
     # An item this format cannot store exactly (a 70-bit integer) stops the import before any write.
     database = f"sqlite:///{tmp_path / 'odd.db'}"
