@@ -124,10 +124,11 @@ def matching_items(
         with ExitStack() as locks:  # decoding and printing happen after the locks are released
             batch: list[tuple[int, Path, int, int]] = []
             if prefilter is not None and system_grep.available():
-                limit = _BATCH_FILES, int(_BATCH_OUTPUT / max(hit_ratio, _BATCH_OUTPUT / _BATCH_BYTES))
+                files = _BATCH_FILES
+                budget = int(_BATCH_OUTPUT / max(hit_ratio, _BATCH_OUTPUT / _BATCH_BYTES))
             else:
-                limit = 1, _BATCH_BYTES  # Python reads and searches one file at a time
-            first = _lock_batch(paths, first, lock_timeout, on_error, locks, batch, *limit)
+                files, budget = 1, _BATCH_BYTES  # Python reads and searches one file at a time
+            first = _lock_batch(paths, first, lock_timeout, on_error, locks, batch, files, budget)
             found = None if prefilter is None else _grep_batch(batch, prefilter)
             if found is None:
                 found = [(index, _python_lines(fd, size, prefilter)) for index, _, fd, size in batch]
