@@ -22,13 +22,13 @@ import itertools
 import os
 import re
 import sys
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 
 from . import codec, storage
-from .directory import SessionDirectory
+from .directory import SessionDirectory, utc_seconds
 from .errors import (
     InvalidBackendURL,
     InvalidSessionId,
@@ -43,6 +43,7 @@ from .transcript import Style, heading, label, render, text_of
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import IO, Any
 
     from .check import Problem
@@ -141,7 +142,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     note = "  NOTE" if any(marks) else ""
     out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  {'MODIFIED (UTC)':<19}{note}".rstrip() + "\n")
     for info, session_id, marked in zip(infos, shown, marks):
-        modified = info.modified.strftime("%Y-%m-%d %H:%M:%S")
+        modified = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(utc_seconds(info.mtime)))
         row = f"{session_id:<{width}}  {info.items:>6}  {_size(info.size):>7}  {modified}  {marked}"
         out.write(row.rstrip() + "\n")
     return status
@@ -325,6 +326,8 @@ def cmd_grep(args: argparse.Namespace) -> int:
         pattern = re.compile(args.pattern, flags)
     except re.error as exc:
         raise UsageError(f"bad pattern {args.pattern!r}: {exc}") from None
+    from pathlib import Path
+
     from .search import matching_items, prefilter_for
 
     prefilter = prefilter_for(args.pattern, ignore_case=args.ignore_case)
@@ -469,6 +472,8 @@ def _session_named(args: argparse.Namespace, name: str) -> JSONLSession:
     """The session ``name`` means: an id in ``--dir``, or a file path like those ``check`` prints."""
     if not _is_path(name):
         return _existing(args, name)
+    from pathlib import Path
+
     path = Path(name)
     session_id = id_for(path.name)
     if session_id is None:
@@ -497,6 +502,8 @@ def _targets(args: argparse.Namespace, names: list[str]) -> list[Path]:
 
 def _show_document(args: argparse.Namespace) -> int:
     """``show --html`` / ``--markdown``: the whole transcript as one document, to stdout or ``-o FILE``."""
+    from pathlib import Path
+
     from .documents import session_html, session_markdown
 
     if args.json or not (args.html or args.markdown):

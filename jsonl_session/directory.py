@@ -2,17 +2,18 @@
 
 ``jsonl-session ls`` imports this module and nothing it does not need to list a folder: the
 session class (and the settings, turns and features it brings), lineage hashing and turn
-splitting are imported by the methods that use them (``tests/test_startup.py``).
+splitting are imported by the methods that use them, and a listing keeps the names and
+times ``os.scandir`` and ``os.stat`` give until someone asks for a ``Path`` or a ``datetime``
+(``tests/test_startup.py``: pathlib and datetime were ~8 ms of a 45 ms ``ls``).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timezone
-from pathlib import Path
 
 from . import sidecars, storage
 from .errors import JSONLSessionError, SessionNotFoundError, SkippedSessionWarning
@@ -21,6 +22,8 @@ from .naming import DEFAULT_DIRECTORY, id_for
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
     from typing import Any
 
     from .session import JSONLSession
@@ -35,16 +38,21 @@ class SessionInfo:
     ``inspect``) cost ``jsonl-session ls`` about 12 ms, a third of its start-up. It compares,
     hashes, pickles, copies and matches (``case SessionInfo(id, path, items)``) as that
     dataclass did; ``dataclasses.replace`` and ``asdict`` no longer apply.
+
+    A listed session keeps its path as a ``str`` and its time in microseconds until ``path``
+    or ``modified`` is first read: ``ls`` prints neither, and pathlib and datetime cost it ~8 ms.
     """
 
     # the fields in the constructor's order, which __init__, __eq__, __repr__, pickling and match follow
     __match_args__ = ("session_id", "path", "items", "size", "modified", "paused", "forked_from")
-    __slots__ = (*__match_args__, "__weakref__")
+    # what each field is stored as: path and modified behind properties that convert on first use
+    _STORED = ("session_id", "_path", "items", "size", "_modified", "paused", "forked_from")
+    __slots__ = (*_STORED, "__weakref__")
     session_id: str
-    path: Path
+    _path: Path | str
     items: int
     size: int
-    modified: datetime
+    _modified: datetime | int  # microseconds since the epoch until first read
     paused: bool
     forked_from: str | None
 
@@ -58,9 +66,56 @@ class SessionInfo:
         paused: bool = False,
         forked_from: str | None = None,
     ) -> None:
-        values = (session_id, path, items, size, modified, paused, forked_from)
-        for name, value in zip(self.__match_args__, values):
+        self._set(session_id, path, items, size, modified, paused, forked_from)
+
+    @classmethod
+    def _listed(
+        cls,
+        session_id: str,
+        path: str,
+        file_stat: os.stat_result,
+        items: int,
+        paused: bool,
+        forked_from: str | None,
+    ) -> SessionInfo:
+        """A listed session, its ``Path`` and ``datetime`` made on first use."""
+        info = cls.__new__(cls)
+        info._set(
+            session_id, path, items, file_stat.st_size, _microseconds(file_stat.st_mtime), paused, forked_from
+        )
+        return info
+
+    def _set(self, *values: object) -> None:
+        for name, value in zip(self._STORED, values, strict=True):
             object.__setattr__(self, name, value)
+
+    @property
+    def path(self) -> Path:
+        """The session file."""
+        path = self._path
+        if isinstance(path, str):
+            from pathlib import Path
+
+            path = Path(path)
+            object.__setattr__(self, "_path", path)
+        return path
+
+    @property
+    def modified(self) -> datetime:
+        """When the file last changed (UTC, to the microsecond)."""
+        modified = self._modified
+        if isinstance(modified, int):
+            from datetime import datetime, timedelta, timezone
+
+            modified = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=modified)
+            object.__setattr__(self, "_modified", modified)
+        return modified
+
+    @property
+    def mtime(self) -> float:
+        """``modified`` in seconds since the epoch, to the microsecond."""
+        modified = self._modified
+        return modified / 1_000_000 if isinstance(modified, int) else modified.timestamp()
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"SessionInfo is immutable: cannot set {name!r}")
@@ -88,6 +143,24 @@ class SessionInfo:
         return f"SessionInfo({fields})"
 
 
+def utc_seconds(mtime: float) -> int:
+    """The whole second of ``mtime`` as ``datetime.fromtimestamp`` shows it (rounded to the microsecond).
+
+    ``ls`` prints times with ``time.gmtime`` of this, without importing datetime.
+
+    Example:
+        >>> utc_seconds(1.9999996), utc_seconds(1.9999994), utc_seconds(-0.5)
+        (2, 1, -1)
+    """
+    return _microseconds(mtime) // 1_000_000
+
+
+def _microseconds(mtime: float) -> int:
+    """``mtime`` rounded to the microsecond as ``datetime.fromtimestamp`` rounds it (half to even)."""
+    fraction, whole = math.modf(mtime)
+    return int(whole) * 1_000_000 + round(fraction * 1e6)
+
+
 class SessionDirectory:
     """The sessions stored in one folder.
 
@@ -105,9 +178,27 @@ class SessionDirectory:
         durable: bool = True,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
-        self.directory = Path(directory)
+        folder = os.fspath(directory)
+        if not isinstance(folder, str):
+            raise TypeError(f"directory must be a str or a str path, not {type(folder).__name__}")
+        self._folder = folder
+        self._directory: Path | None = None
         self.durable = durable
         self.lock_timeout = check_lock_timeout(lock_timeout)
+
+    @property
+    def directory(self) -> Path:
+        """The folder (made a ``Path`` on first use: ``ls`` only needs its name)."""
+        if self._directory is None:
+            from pathlib import Path
+
+            self._directory = Path(self._folder)
+        return self._directory
+
+    @directory.setter
+    def directory(self, directory: str | os.PathLike[str]) -> None:
+        self._folder = os.fspath(directory)
+        self._directory = None
 
     def open(self, session_id: str, **options: Any) -> JSONLSession:
         """A :class:`JSONLSession` in this folder (options as for its constructor)."""
@@ -142,8 +233,8 @@ class SessionDirectory:
         listing = self._scan()
         names = {entry.name for entry in listing}
         for session_id, entry in self._entries(listing):
-            path = self.directory / entry.name
-            kinds = sidecars.present(path, names)
+            path = os.path.join(self._folder, entry.name)
+            kinds = sidecars.present(entry.name, names)
             try:
                 counted = _count(path, self.lock_timeout)
                 forked_from = _forked_from(path) if sidecars.LINEAGE in kinds else None
@@ -151,24 +242,20 @@ class SessionDirectory:
                 if on_error is None:
                     warnings.warn(SkippedSessionWarning(f"{_describe(exc)}; skipped"), stacklevel=2)
                 else:
-                    on_error(path, exc)
+                    from pathlib import Path
+
+                    on_error(Path(path), exc)
                 continue
             if counted is None:
                 continue  # deleted since we listed the folder
             file_stat, items = counted
-            modified = datetime.fromtimestamp(file_stat.st_mtime, tz=timezone.utc)
             infos.append(
-                SessionInfo(
-                    session_id,
-                    path,
-                    items,
-                    file_stat.st_size,
-                    modified,
-                    paused=sidecars.RUN in kinds,
-                    forked_from=forked_from,
+                SessionInfo._listed(
+                    session_id, path, file_stat, items, paused=sidecars.RUN in kinds, forked_from=forked_from
                 )
             )
-        infos.sort(key=lambda info: (info.modified, info.session_id), reverse=True)
+        # newest first, as ``modified`` orders them (to the microsecond), without making it
+        infos.sort(key=lambda info: (_microseconds(info.mtime), info.session_id), reverse=True)
         return infos
 
     def delete(self, session_id: str) -> bool:
@@ -179,14 +266,15 @@ class SessionDirectory:
         same id would inherit. The ``.torn`` sidecar, if any, is kept: it holds bytes nobody
         has looked at yet.
         """
-        handle = FileHandle(self.open(session_id).path)
+        path = self.open(session_id).path
+        handle = FileHandle(path)
         try:
             with handle.locked(write=True, create=False, timeout=self.lock_timeout) as fd:
                 if fd == MISSING:
                     return False
                 for kind in sidecars.KINDS:
-                    sidecars.remove(sidecars.sidecar(handle.path, kind), durable=False)
-                os.unlink(handle.path)
+                    sidecars.remove(sidecars.sidecar(path, kind), durable=False)
+                os.unlink(path)
                 if self.durable:
                     fsync_directory(self.directory)
         finally:
@@ -233,7 +321,7 @@ class SessionDirectory:
 
     def _scan(self) -> Sequence[os.DirEntry[str]]:
         try:
-            return list(os.scandir(self.directory))
+            return list(os.scandir(self._folder))
         except FileNotFoundError:
             return []
 
@@ -247,7 +335,7 @@ class SessionDirectory:
                 yield session_id, entry
 
 
-def _count(path: Path, lock_timeout: float) -> tuple[os.stat_result, int] | None:
+def _count(path: str, lock_timeout: float) -> tuple[os.stat_result, int] | None:
     """The file's stat and item count, read under its shared lock; None if it is gone."""
     handle = FileHandle(path)
     try:
@@ -259,11 +347,13 @@ def _count(path: Path, lock_timeout: float) -> tuple[os.stat_result, int] | None
         handle.close()
 
 
-def _forked_from(path: Path) -> str | None:
+def _forked_from(path: str) -> str | None:
     """The session a fork was copied from (lineage is imported only when a folder has forks)."""
+    from pathlib import Path
+
     from .lineage import read_lineage
 
-    lineage = read_lineage(path)
+    lineage = read_lineage(Path(path))
     return lineage.source if lineage is not None else None
 
 

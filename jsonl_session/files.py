@@ -9,9 +9,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 
 from .errors import UnsafePathError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from os import PathLike
+    from pathlib import Path
 
 _OPEN_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # NONBLOCK: never hang on a FIFO
 _WRITE_FLAGS = _OPEN_FLAGS | os.O_RDWR | os.O_APPEND
@@ -30,7 +34,7 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def open_file(path: Path, *, write: bool, create: bool, durable: bool) -> tuple[int, bool]:
+def open_file(path: str | PathLike[str], *, write: bool, create: bool, durable: bool) -> tuple[int, bool]:
     """Open for reading and writing if we may (read-only files still read); create if asked.
 
     Returns:
@@ -63,9 +67,11 @@ def open_file(path: Path, *, write: bool, create: bool, durable: bool) -> tuple[
     return fd, writable
 
 
-def _create(path: Path, *, durable: bool) -> int:
+def _create(path: str | PathLike[str], *, durable: bool) -> int:
     """Create the file owner-only (and its directory, 0700), or return MISSING if it now exists."""
-    directory = path.parent
+    from pathlib import Path  # here: reading and listing (``jsonl-session ls``) never need pathlib
+
+    directory = Path(path).parent
     if not directory.is_dir():
         make_private_directories(directory, durable=durable)
     try:
@@ -107,7 +113,7 @@ def make_private_directories(directory: Path, *, durable: bool) -> None:
             fsync_directory(folder.parent)
 
 
-def _explain_open_error(path: Path, exc: OSError) -> Exception:
+def _explain_open_error(path: str | PathLike[str], exc: OSError) -> Exception:
     if exc.errno == errno.ELOOP:
         return UnsafePathError(path, "is a symlink; refusing to follow it out of the sessions folder")
     return exc

@@ -22,7 +22,10 @@ import fcntl
 import os
 import re
 import stat
-from pathlib import Path
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Patterns, compiled (and cached by ``re``) on first use: compiling both at import was ~0.3 ms
 # of every command's start-up, and most commands never look for leftovers.

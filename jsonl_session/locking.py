@@ -56,7 +56,6 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterator
-from pathlib import Path
 from types import TracebackType
 
 from .errors import LockReentryError, LockTimeout
@@ -64,6 +63,7 @@ from .files import MISSING, fsync_directory, make_private_directories, open_file
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from os import PathLike
     from typing import Any, Protocol, TypeVar
 
     T = TypeVar("T")
@@ -154,7 +154,7 @@ class FileHandle:
     """The cached descriptor of one session file, and the lock protocol around it.
 
     Args:
-        path: The session file.
+        path: The session file (a ``str`` is enough: ``jsonl-session ls`` never imports pathlib).
         durable: fsync the folder when the file is created.
 
     Example:
@@ -163,7 +163,7 @@ class FileHandle:
         ...     os.write(fd, b'{"role":"user","content":"Hi"}\\n')
     """
 
-    def __init__(self, path: Path, *, durable: bool = True) -> None:
+    def __init__(self, path: str | PathLike[str], *, durable: bool = True) -> None:
         self.path = path
         self.durable = durable
         self._fd: int | None = None

@@ -29,7 +29,6 @@ import errno
 import os
 import stat
 from collections.abc import Collection
-from pathlib import Path
 
 from . import storage
 from ._lazy import OnFirstUse
@@ -38,6 +37,7 @@ from .locking import MISSING, FileHandle, fsync_directory, make_private_director
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     import orjson
@@ -64,13 +64,13 @@ def sidecar(session_path: Path, kind: str) -> Path:
     return session_path.with_name(session_path.name + kind)
 
 
-def present(session_path: Path, names: Collection[str]) -> frozenset[str]:
-    """Which sidecar kinds exist, judged from a folder listing already in hand (no system call).
+def present(file_name: str, names: Collection[str]) -> frozenset[str]:
+    """Which sidecar kinds a session file has, judged from a folder listing already in hand (no system call).
 
     ``SessionDirectory.list`` lists the folder once and asks this for every session, so a
     thousand sessions cost no extra ``stat``.
     """
-    return frozenset(kind for kind in KINDS if session_path.name + kind in names)
+    return frozenset(kind for kind in KINDS if file_name + kind in names)
 
 
 def stable_json(value: Any, *, indent: bool = True) -> bytes:

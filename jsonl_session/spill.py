@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import errno
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from pathlib import Path
 
 IN_MEMORY = 1024 * 1024
 """Removals up to this many bytes are kept in memory; larger ones spill to an unnamed file

@@ -18,7 +18,6 @@ import errno
 import os
 import stat
 import warnings
-from pathlib import Path
 
 from . import codec, leftovers, marks, spill
 from .errors import MalformedLineError, OwnershipError, TornTailWarning, UnsafePathError
@@ -27,6 +26,7 @@ from .naming import TORN_SUFFIX
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 # First read from the end: enough for the last line, or for ``limit`` lines of a typical

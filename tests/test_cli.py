@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from cli_helpers import SCRIPT, cli_env, run, write_lines
 
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.cli import build_parser, main
 
 CONVERSATION: list[dict[str, Any]] = [
@@ -119,6 +119,19 @@ def test_add_text_then_stdin_then_show_ls_and_pop(sessions_dir: Path) -> None:
     popped = run(sessions_dir, "pop", "c1")
     assert (popped.code, json.loads(popped.out)) == (0, CONVERSATION[3])
     assert JSONLSession("c1", sessions_dir).get_items_sync() == stored[:-1]
+
+
+def test_ls_shows_the_second_that_the_listed_datetime_shows(sessions_dir: Path) -> None:
+    # ls formats times without datetime: 0.9999996 s rounds up to the next second, as datetime does
+    make(sessions_dir, "up", [{"role": "user", "content": "x"}])
+    make(sessions_dir, "down", [{"role": "user", "content": "x"}])
+    os.utime(sessions_dir / "up.jsonl", ns=(1_000_000_000_999_999_600,) * 2)
+    os.utime(sessions_dir / "down.jsonl", ns=(1_000_000_000_999_999_400,) * 2)
+    rows = [row.split() for row in run(sessions_dir, "ls").out.splitlines()[1:]]
+    shown = {row[0]: " ".join(row[-2:]) for row in rows}
+    listed = {info.session_id: info.modified for info in SessionDirectory(sessions_dir).list()}
+    assert shown == {session_id: when.strftime("%Y-%m-%d %H:%M:%S") for session_id, when in listed.items()}
+    assert shown == {"up": "2001-09-09 01:46:41", "down": "2001-09-09 01:46:40"}
 
 
 def test_add_from_stdin_writes_nothing_when_one_line_is_bad(sessions_dir: Path) -> None:

@@ -6,12 +6,17 @@ import copy
 import os
 import pickle
 import stat
+import time
 import weakref
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jsonl_session import JSONLSession, SessionDirectory, SessionInfo, UnsafePathError
+from jsonl_session.directory import utc_seconds
 
 
 def test_list_reports_counts_sizes_and_newest_first(sessions_dir: Path) -> None:
@@ -49,6 +54,47 @@ def test_a_listed_session_is_an_immutable_value(sessions_dir: Path) -> None:
         case _:
             pytest.fail("no match")
     assert weakref.ref(first)() is first
+
+
+def test_a_listed_session_equals_one_built_from_a_path_and_a_datetime(sessions_dir: Path) -> None:
+    # a listing keeps str paths and stat times until asked (start-up), and is the same value
+    JSONLSession("a", sessions_dir).add_items_sync([{"role": "user", "content": "hi"}])
+    path = sessions_dir / "a.jsonl"
+    (listed,) = SessionDirectory(str(sessions_dir) + "/").list()  # a trailing slash, as a shell completes
+    modified = datetime.fromtimestamp(os.stat(path).st_mtime, tz=timezone.utc)
+    built = SessionInfo("a", path, 1, path.stat().st_size, modified)
+    assert hash(listed) == hash(built) and listed == built and repr(listed) == repr(built)
+    assert type(listed.path) is type(path) and listed.path == path
+    assert listed.mtime == built.mtime == modified.timestamp()
+    assert pickle.loads(pickle.dumps(listed)) == built
+
+
+def test_the_listing_orders_as_its_datetimes_do(sessions_dir: Path) -> None:
+    # 400 ns apart: different stat times, the same microsecond, so the later id comes first
+    store = SessionDirectory(sessions_dir)
+    for session_id, nanoseconds in (("a", 1_700_000_000_000_000_400), ("b", 1_700_000_000_000_000_000)):
+        store.open(session_id).add_items_sync([{"n": 1}])
+        os.utime(sessions_dir / f"{session_id}.jsonl", ns=(nanoseconds, nanoseconds))
+    infos = store.list()
+    assert infos[0].mtime > infos[1].mtime or infos[0].modified == infos[1].modified
+    assert [info.session_id for info in infos] == ["b", "a"]
+    assert infos == sorted(infos, key=lambda info: (info.modified, info.session_id), reverse=True)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(min_value=-2e9, max_value=4e9, allow_nan=False))
+def test_utc_seconds_is_the_second_datetime_shows(mtime: float) -> None:
+    shown = datetime.fromtimestamp(mtime, tz=timezone.utc)
+    assert time.gmtime(utc_seconds(mtime))[:6] == shown.timetuple()[:6]
+
+
+def test_the_folder_is_a_path_made_when_asked(sessions_dir: Path) -> None:
+    store = SessionDirectory(str(sessions_dir))
+    assert store.directory == sessions_dir and isinstance(store.directory, Path)
+    store.directory = sessions_dir / "other"
+    assert store.directory == sessions_dir / "other" and store.list() == []
+    with pytest.raises(TypeError):
+        SessionDirectory(b"sessions")  # type: ignore[arg-type]
 
 
 def test_delete(sessions_dir: Path) -> None:
