@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
     from .check import Problem
+    from .files import StrPath
     from .session import JSONLSession
 
 PROG = "jsonl-session"
@@ -326,18 +327,16 @@ def cmd_grep(args: argparse.Namespace) -> int:
         pattern = re.compile(args.pattern, flags)
     except re.error as exc:
         raise UsageError(f"bad pattern {args.pattern!r}: {exc}") from None
-    from pathlib import Path
-
     from .search import matching_items, prefilter_for
 
     prefilter = prefilter_for(args.pattern, ignore_case=args.ignore_case)
     style = _style(sys.stdout)
     ids = args.ids or _directory(args).ids()
-    # a folder's ids name regular files already: no session object needed (start-up)
-    paths = (
+    # a folder's ids name regular files already: no session object or pathlib needed (start-up)
+    paths: list[StrPath] = (
         [_existing(args, session_id).path for session_id in ids]
         if args.ids
-        else [Path(args.dir) / filename_for(session_id) for session_id in ids]
+        else [os.path.join(args.dir, filename_for(session_id)) for session_id in ids]
     )
     skipped: list[Exception] = []
     # searching the folder: an unreadable file is named and skipped; a named one is an error

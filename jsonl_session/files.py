@@ -16,6 +16,10 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-
 if TYPE_CHECKING:
     from os import PathLike
     from pathlib import Path
+    from typing import TypeAlias
+
+    StrPath: TypeAlias = "str | PathLike[str]"
+    """A file's path as ``os`` takes it: listing and searching pass ``str`` and never import pathlib."""
 
 _OPEN_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # NONBLOCK: never hang on a FIFO
 _WRITE_FLAGS = _OPEN_FLAGS | os.O_RDWR | os.O_APPEND
@@ -34,7 +38,7 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def open_file(path: str | PathLike[str], *, write: bool, create: bool, durable: bool) -> tuple[int, bool]:
+def open_file(path: StrPath, *, write: bool, create: bool, durable: bool) -> tuple[int, bool]:
     """Open for reading and writing if we may (read-only files still read); create if asked.
 
     Returns:
@@ -67,7 +71,7 @@ def open_file(path: str | PathLike[str], *, write: bool, create: bool, durable: 
     return fd, writable
 
 
-def _create(path: str | PathLike[str], *, durable: bool) -> int:
+def _create(path: StrPath, *, durable: bool) -> int:
     """Create the file owner-only (and its directory, 0700), or return MISSING if it now exists."""
     from pathlib import Path  # here: reading and listing (``jsonl-session ls``) never need pathlib
 
@@ -113,7 +117,7 @@ def make_private_directories(directory: Path, *, durable: bool) -> None:
             fsync_directory(folder.parent)
 
 
-def _explain_open_error(path: str | PathLike[str], exc: OSError) -> Exception:
+def _explain_open_error(path: StrPath, exc: OSError) -> Exception:
     if exc.errno == errno.ELOOP:
         return UnsafePathError(path, "is a symlink; refusing to follow it out of the sessions folder")
     return exc

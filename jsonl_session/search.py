@@ -32,7 +32,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from pathlib import Path
 
 from . import codec, storage, system_grep
 from .errors import JSONLSessionError
@@ -41,6 +40,8 @@ from .locking import BUSY, MISSING, FileHandle
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     from typing import Any
+
+    from .files import StrPath
 
 # Regex syntax, and characters a writer may escape (``"``, ``\\``, ``\\/``) or follow with a
 # space (``:``, ``,``) where the compactly re-serialised text has none.
@@ -104,10 +105,10 @@ def prefilter_for(pattern: str, *, ignore_case: bool) -> Prefilter | None:
 
 
 def matching_items(
-    paths: Sequence[Path],
+    paths: Sequence[StrPath],
     prefilter: Prefilter | None,
     lock_timeout: float,
-    on_error: Callable[[Path, Exception], None] | None = None,
+    on_error: Callable[[StrPath, Exception], None] | None = None,
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """``(index in paths, line number, item)`` of each item whose line passes ``prefilter``.
 
@@ -122,7 +123,7 @@ def matching_items(
     hit_ratio = 1.0  # candidate bytes per byte read: assume every line at first
     while first < len(paths):
         with ExitStack() as locks:  # decoding and printing happen after the locks are released
-            batch: list[tuple[int, Path, int, int]] = []
+            batch: list[tuple[int, StrPath, int, int]] = []
             if prefilter is not None and system_grep.available():
                 files = _BATCH_FILES
                 budget = int(_BATCH_OUTPUT / max(hit_ratio, _BATCH_OUTPUT / _BATCH_BYTES))
@@ -151,12 +152,12 @@ _BATCH_BYTES = 256 << 20
 
 
 def _lock_batch(
-    paths: Sequence[Path],
+    paths: Sequence[StrPath],
     first: int,
     lock_timeout: float,
-    on_error: Callable[[Path, Exception], None] | None,
+    on_error: Callable[[StrPath, Exception], None] | None,
     locks: ExitStack,
-    batch: list[tuple[int, Path, int, int]],
+    batch: list[tuple[int, StrPath, int, int]],
     files: int,
     limit: int,
 ) -> int:
@@ -196,7 +197,7 @@ def _lock_batch(
 
 
 def _grep_batch(
-    batch: list[tuple[int, Path, int, int]], prefilter: Prefilter
+    batch: list[tuple[int, StrPath, int, int]], prefilter: Prefilter
 ) -> list[tuple[int, list[tuple[int, bytes]]]] | None:
     words = [prefilter.word, b"\\u", *prefilter.variants]
     paths = [path for _, path, _, _ in batch]

@@ -12,7 +12,7 @@ twice the search. ``LC_ALL=C`` makes ``-i`` fold ASCII letters only, as ``bytes.
 and ``-a`` reads bytes that are not text as text.
 
 Example:
-    >>> lines_containing([Path("sessions/a.jsonl")], [b"zanzibar"], ignore_case=False)  # doctest: +SKIP
+    >>> lines_containing(["sessions/a.jsonl"], [b"zanzibar"], ignore_case=False)  # doctest: +SKIP
     [[(8, b'{"role": "user", "content": "line 7 zanzibar"}')]]
 """
 
@@ -21,7 +21,10 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Sequence
-from pathlib import Path
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from .files import StrPath
 
 DISABLE_VARIABLE = "JSONL_SESSION_PYTHON_GREP"
 """Set (to anything but empty) to search with Python only, for instance to compare the two."""
@@ -30,7 +33,7 @@ _unusable = False  # set once grep is missing or misbehaves: later searches go s
 
 
 def lines_containing(
-    paths: Sequence[Path], words: Sequence[bytes], *, ignore_case: bool
+    paths: Sequence[StrPath], words: Sequence[bytes], *, ignore_case: bool
 ) -> list[list[tuple[int, bytes]]] | None:
     """For each path, ``(line number, line)`` of each line holding one of ``words``.
 

@@ -94,6 +94,19 @@ def test_ls_imports_nothing_it_does_not_use(sessions_dir: Path, json: bool) -> N
         assert not loaded & PATHS_AND_TIMES, sorted(loaded & PATHS_AND_TIMES)
 
 
+def test_grep_over_a_folder_imports_no_pathlib(sessions_dir: Path) -> None:
+    # grep's start-up is most of a rare word's search (benchmarks/grep_vs_jq.py): it searches
+    # the names the folder listing gives
+    JSONLSession("convo", sessions_dir).add_items_sync([{"role": "user", "content": "zebra"}])
+    loaded = imported_by(
+        "-m", "jsonl_session", "grep", "zebra", "--dir", str(sessions_dir), cwd=sessions_dir.parent
+    )
+    assert "jsonl_session.search" in loaded
+    assert not loaded & (PATHS_AND_TIMES - {"datetime"}), sorted(
+        loaded & PATHS_AND_TIMES
+    )  # orjson loads datetime
+
+
 def test_importing_the_package_loads_only_its_errors(tmp_path: Path) -> None:
     loaded = imported_by("-c", "import jsonl_session", cwd=tmp_path)
     ours = {name for name in loaded if name.startswith("jsonl_session")}
