@@ -178,10 +178,7 @@ class SessionDirectory:
         durable: bool = True,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
-        folder = os.fspath(directory)
-        if not isinstance(folder, str):
-            raise TypeError(f"directory must be a str or a str path, not {type(folder).__name__}")
-        self._folder = folder
+        self._folder = _folder_name(directory)
         self._directory: Path | None = None
         self.durable = durable
         self.lock_timeout = check_lock_timeout(lock_timeout)
@@ -197,7 +194,7 @@ class SessionDirectory:
 
     @directory.setter
     def directory(self, directory: str | os.PathLike[str]) -> None:
-        self._folder = os.fspath(directory)
+        self._folder = _folder_name(directory)
         self._directory = None
 
     def open(self, session_id: str, **options: Any) -> JSONLSession:
@@ -355,6 +352,13 @@ def _forked_from(path: str) -> str | None:
 
     lineage = read_lineage(Path(path))
     return lineage.source if lineage is not None else None
+
+
+def _folder_name(directory: str | os.PathLike[str]) -> str:
+    folder = os.fspath(directory)
+    if not isinstance(folder, str):
+        raise TypeError(f"directory must be a str or a str path, not {type(folder).__name__}")
+    return folder
 
 
 def _describe(exc: BaseException) -> str:

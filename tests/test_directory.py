@@ -93,8 +93,12 @@ def test_the_folder_is_a_path_made_when_asked(sessions_dir: Path) -> None:
     assert store.directory == sessions_dir and isinstance(store.directory, Path)
     store.directory = sessions_dir / "other"
     assert store.directory == sessions_dir / "other" and store.list() == []
-    with pytest.raises(TypeError):
-        SessionDirectory(b"sessions")  # type: ignore[arg-type]
+    for wrong in (b"sessions", 3):
+        with pytest.raises(TypeError):
+            SessionDirectory(wrong)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            store.directory = wrong  # type: ignore[assignment]
+    assert store.directory == sessions_dir / "other"
 
 
 def test_delete(sessions_dir: Path) -> None:
