@@ -121,18 +121,22 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print_tree(infos)
         return status
     if args.json:
+        # The standard json module, not orjson: for these flat records (str, int, bool, None) it
+        # writes the same bytes, and loads ~10 ms sooner (tests/test_cli.py, test_startup.py).
+        import json
+
         for info in infos:
-            _json_line(
-                {
-                    "id": info.session_id,
-                    "items": info.items,
-                    "size": info.size,
-                    "modified": info.modified.isoformat(timespec="seconds"),
-                    "path": str(info.path),
-                    "paused": info.paused,
-                    "forked_from": info.forked_from,
-                }
-            )
+            record = {
+                "id": info.session_id,
+                "items": info.items,
+                "size": info.size,
+                "modified": _iso_utc(info.mtime),
+                "path": str(info.path),
+                "paused": info.paused,
+                "forked_from": info.forked_from,
+            }
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+            sys.stdout.buffer.write(line.encode())
         return status
     if not infos:
         _note(f"no sessions in {args.dir}")
@@ -631,6 +635,15 @@ def _style(stream: IO[str]) -> Style:
 
 def _json_line(value: Any) -> None:
     sys.stdout.buffer.write(codec.dumps_any(value) + b"\n")
+
+
+def _iso_utc(mtime: float) -> str:
+    """``datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="seconds")``, without datetime."""
+    when = time.gmtime(utc_seconds(mtime))
+    return (
+        f"{when.tm_year:04d}-{when.tm_mon:02d}-{when.tm_mday:02d}"
+        f"T{when.tm_hour:02d}:{when.tm_min:02d}:{when.tm_sec:02d}+00:00"
+    )
 
 
 def _size(size: int) -> str:
