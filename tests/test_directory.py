@@ -83,9 +83,11 @@ def test_the_listing_orders_as_its_datetimes_do(sessions_dir: Path) -> None:
 
 @settings(max_examples=2000, deadline=None)
 @given(st.floats(min_value=-2e9, max_value=4e9, allow_nan=False))
-def test_utc_seconds_is_the_second_datetime_shows(mtime: float) -> None:
+def test_a_listed_time_is_the_datetime_and_second_datetime_shows(mtime: float) -> None:
     shown = datetime.fromtimestamp(mtime, tz=timezone.utc)
     assert time.gmtime(utc_seconds(mtime))[:6] == shown.timetuple()[:6]
+    listed = SessionInfo._listed("a", "a.jsonl", os.stat_result((0,) * 7 + (0, mtime, 0)), 1, False, None)
+    assert listed.modified == shown and listed.mtime == shown.timestamp()
 
 
 def test_the_folder_is_a_path_made_when_asked(sessions_dir: Path) -> None:
