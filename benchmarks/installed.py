@@ -1,10 +1,8 @@
 """Whole-command benchmarks time the package as ``pip install`` leaves it: bytecode compiled.
 
-They time a regular install too (:func:`regular_install`), as users install the package. An
-editable install used to differ: setuptools gave this flat layout an import hook that cost every
-interpreter ~15 ms, bare ``python -c pass`` included, and loaded ``pathlib`` and ``re`` before a
-command asked for them, which flattered a ratio to the bare interpreter. ``pyproject.toml``'s
-``package-dir`` now gets it a plain ``.pth`` path instead (``tests/test_startup.py``).
+They time a regular install too (:func:`regular_install`): an editable install's import hook
+costs every interpreter ~15 ms, bare ``python -c pass`` included, and loads ``pathlib`` and
+``re`` before the command asks for them, which flatters a ratio to the bare interpreter.
 
 A regular install writes ``__pycache__/*.pyc`` for every module; an editable install (how this
 repository is developed) writes them on first import, unless ``PYTHONDONTWRITEBYTECODE`` is set,

@@ -10,7 +10,7 @@ Run: ``python benchmarks/startup.py [--quick] [--update-results | --out DIR]``; 
 ``startup.json`` to ``benchmarks/output/``, or to the committed ``benchmarks/results/`` with
 ``--update-results``. For where the rest goes: ``python -X importtime -m jsonl_session ls``.
 Each is measured twice: in this (editable) venv, and in a new venv with a regular
-``pip install .`` of the repository (``installed.py`` says why).
+``pip install .`` of the repository, where the bare interpreter is ~15 ms faster.
 """
 
 from __future__ import annotations

@@ -109,15 +109,6 @@ def test_grep_over_a_folder_imports_no_pathlib(sessions_dir: Path) -> None:
     )  # orjson loads datetime
 
 
-def test_an_editable_install_adds_a_path_not_an_import_hook() -> None:
-    # setuptools' editable import hook (chosen for a flat layout unless pyproject.toml names the
-    # root as the package folder) imported pathlib and cost every Python start ~15 ms in the venv
-    with_site = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True, check=True
-    )
-    assert "__editable___" not in with_site.stderr, with_site.stderr[-2000:]
-
-
 def test_importing_the_package_loads_only_its_errors(tmp_path: Path) -> None:
     loaded = imported_by("-c", "import jsonl_session", cwd=tmp_path)
     ours = {name for name in loaded if name.startswith("jsonl_session")}
