@@ -335,12 +335,13 @@ def cmd_grep(args: argparse.Namespace) -> int:
 
     prefilter = prefilter_for(args.pattern, ignore_case=args.ignore_case)
     style = _style(sys.stdout)
-    ids = args.ids or _directory(args).ids()
+    folder = _directory(args)
+    ids = args.ids or folder.ids()
     # a folder's ids name regular files already: no session object or pathlib needed (start-up)
     paths: list[StrPath] = (
         [_existing(args, session_id).path for session_id in ids]
         if args.ids
-        else [os.path.join(args.dir, filename_for(session_id)) for session_id in ids]
+        else [folder._path_of(filename_for(session_id)) for session_id in ids]
     )
     skipped: list[Exception] = []
     # searching the folder: an unreadable file is named and skipped; a named one is an error

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 
 from . import sidecars, storage
-from .errors import JSONLSessionError, SessionNotFoundError, SkippedSessionWarning
+from .errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout, fsync_directory
 from .naming import DEFAULT_DIRECTORY, id_for
 
@@ -45,16 +45,19 @@ class SessionInfo:
 
     # the fields in the constructor's order, which __init__, __eq__, __repr__, pickling and match follow
     __match_args__ = ("session_id", "path", "items", "size", "modified", "paused", "forked_from")
-    # what each field is stored as: path and modified behind properties that convert on first use
+    # What each field is stored as: path and modified behind properties. A listed session leaves
+    # them None and keeps the file's name and its time in microseconds until they are read.
     _STORED = ("session_id", "_path", "items", "size", "_modified", "paused", "forked_from")
-    __slots__ = (*_STORED, "__weakref__")
+    __slots__ = (*_STORED, "_name", "_microseconds", "__weakref__")
     session_id: str
-    _path: Path | str
+    _path: Path | None
     items: int
     size: int
-    _modified: datetime | int  # microseconds since the epoch until first read
+    _modified: datetime | None
     paused: bool
     forked_from: str | None
+    _name: str
+    _microseconds: int
 
     def __init__(
         self,
@@ -80,9 +83,9 @@ class SessionInfo:
     ) -> SessionInfo:
         """A listed session, its ``Path`` and ``datetime`` made on first use."""
         info = cls.__new__(cls)
-        info._set(
-            session_id, path, items, file_stat.st_size, _microseconds(file_stat.st_mtime), paused, forked_from
-        )
+        info._set(session_id, None, items, file_stat.st_size, None, paused, forked_from)
+        object.__setattr__(info, "_name", path)
+        object.__setattr__(info, "_microseconds", _microseconds(file_stat.st_mtime))
         return info
 
     def _set(self, *values: object) -> None:
@@ -92,30 +95,30 @@ class SessionInfo:
     @property
     def path(self) -> Path:
         """The session file."""
-        path = self._path
-        if isinstance(path, str):
+        if self._path is None:
             from pathlib import Path
 
-            path = Path(path)
-            object.__setattr__(self, "_path", path)
-        return path
+            object.__setattr__(self, "_path", Path(self._name))
+            assert self._path is not None
+        return self._path
 
     @property
     def modified(self) -> datetime:
         """When the file last changed (UTC, to the microsecond)."""
-        modified = self._modified
-        if isinstance(modified, int):
+        if self._modified is None:
             from datetime import datetime, timedelta, timezone
 
-            modified = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=modified)
-            object.__setattr__(self, "_modified", modified)
-        return modified
+            epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+            object.__setattr__(self, "_modified", epoch + timedelta(microseconds=self._microseconds))
+            assert self._modified is not None
+        return self._modified
 
     @property
     def mtime(self) -> float:
         """``modified`` in seconds since the epoch, to the microsecond."""
-        modified = self._modified
-        return modified / 1_000_000 if isinstance(modified, int) else modified.timestamp()
+        if self._modified is None:
+            return self._microseconds / 1_000_000
+        return self._modified.timestamp()
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"SessionInfo is immutable: cannot set {name!r}")
@@ -153,6 +156,11 @@ def utc_seconds(mtime: float) -> int:
         (2, 1, -1)
     """
     return _microseconds(mtime) // 1_000_000
+
+
+def _in_datetime_range(mtime: float) -> bool:
+    """Whether a ``datetime`` can hold ``mtime`` (the years 1 to 9999); a file can be stamped later."""
+    return -62_135_596_800_000_000 <= _microseconds(mtime) <= 253_402_300_799_999_999
 
 
 def _microseconds(mtime: float) -> int:
@@ -230,10 +238,14 @@ class SessionDirectory:
         listing = self._scan()
         names = {entry.name for entry in listing}
         for session_id, entry in self._entries(listing):
-            path = os.path.join(self._folder, entry.name)
+            path = self._path_of(entry.name)
             kinds = sidecars.present(entry.name, names)
             try:
                 counted = _count(path, self.lock_timeout)
+                if counted is not None and not _in_datetime_range(counted[0].st_mtime):
+                    raise SessionFileError(
+                        path, "modified outside the years 1-9999, which datetime cannot hold"
+                    )
                 forked_from = _forked_from(path) if sidecars.LINEAGE in kinds else None
             except (OSError, JSONLSessionError) as exc:
                 if on_error is None:
@@ -254,6 +266,10 @@ class SessionDirectory:
         # newest first, as ``modified`` orders them (to the microsecond), without making it
         infos.sort(key=lambda info: (_microseconds(info.mtime), info.session_id), reverse=True)
         return infos
+
+    def _path_of(self, file_name: str) -> str:
+        """``str(self.directory / file_name)``, without pathlib (``ls``, ``grep``)."""
+        return file_name if self._folder == "." else os.path.join(self._folder, file_name)
 
     def delete(self, session_id: str) -> bool:
         """Delete a session's file and its metadata under its lock; False if there was none.
@@ -355,10 +371,16 @@ def _forked_from(path: str) -> str | None:
 
 
 def _folder_name(directory: str | os.PathLike[str]) -> str:
+    """The folder as ``str(Path(directory))`` writes it, without importing pathlib (``ls``).
+
+    No empty or ``.`` parts (``""`` is ``"."``); two leading slashes are kept, as POSIX
+    allows, three or more are one. Messages then name files as they did with ``Path``.
+    """
     folder = os.fspath(directory)
     if not isinstance(folder, str):
         raise TypeError(f"directory must be a str or a str path, not {type(folder).__name__}")
-    return folder
+    root = "//" if folder[:2] == "//" and folder[2:3] != "/" else "/" if folder[:1] == "/" else ""
+    return root + "/".join(part for part in folder.split("/") if part not in ("", ".")) or "."
 
 
 def _describe(exc: BaseException) -> str:

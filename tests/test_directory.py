@@ -6,16 +6,19 @@ import copy
 import os
 import pickle
 import stat
+import subprocess
+import sys
+import tempfile
 import time
 import weakref
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import JSONLSession, SessionDirectory, SessionInfo, UnsafePathError
+from jsonl_session import JSONLSession, SessionDirectory, SessionFileError, SessionInfo, UnsafePathError
 from jsonl_session.directory import utc_seconds
 
 
@@ -88,6 +91,59 @@ def test_a_listed_time_is_the_datetime_and_second_datetime_shows(mtime: float) -
     assert time.gmtime(utc_seconds(mtime))[:6] == shown.timetuple()[:6]
     listed = SessionInfo._listed("a", "a.jsonl", os.stat_result((0,) * 7 + (0, mtime, 0)), 1, False, None)
     assert listed.modified == shown and listed.mtime == shown.timestamp()
+
+
+def test_the_empty_folder_name_is_the_current_folder(
+    sessions_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Path("") is "."; a listing that keeps the name must scan "." too, not find nothing
+    JSONLSession("a", sessions_dir).add_items_sync([{"n": 1}])
+    monkeypatch.chdir(sessions_dir)
+    store = SessionDirectory("")
+    assert store.ids() == ["a"] and [info.path for info in store.list()] == [Path("a.jsonl")]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(["", "/", "//", ".", "..", "a", "b c", "./"]), max_size=8).map("".join))
+def test_a_listed_path_is_written_as_pathlib_writes_it(folder: str) -> None:
+    # listing works on str paths (start-up); the names in messages and warnings stay as before
+    store = SessionDirectory(folder)
+    assert store._path_of("x.jsonl") == str(PurePosixPath(folder) / "x.jsonl")
+    assert PurePosixPath(store.directory) == PurePosixPath(folder)
+
+
+def test_a_session_whose_time_datetime_cannot_hold_is_reported_and_the_rest_listed() -> None:
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no tmpfs at /dev/shm to hold a time past year 9999")
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as folder:
+        for session_id in ("far", "near"):
+            JSONLSession(session_id, folder).add_items_sync([{"n": 1}])
+        os.utime(Path(folder, "far.jsonl"), ns=(10**21, 10**21))  # the year 33658
+        if os.stat(Path(folder, "far.jsonl")).st_mtime_ns != 10**21:
+            pytest.skip("this file system cannot hold that time")
+        errors: list[tuple[Path, Exception]] = []
+        infos = SessionDirectory(folder).list(on_error=lambda path, exc: errors.append((path, exc)))
+        assert [info.session_id for info in infos] == ["near"]
+        assert [(path.name, type(exc)) for path, exc in errors] == [("far.jsonl", SessionFileError)]
+        assert "far.jsonl" in str(errors[0][1]) and "9999" in str(errors[0][1])
+        result = subprocess.run(
+            [sys.executable, "-m", "jsonl_session", "ls", "--dir", folder],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 1 and result.stdout.split("\n")[1].startswith("near")
+        assert result.stderr.count("\n") == 1 and "far.jsonl" in result.stderr, result.stderr
+
+
+def test_a_session_info_keeps_what_its_constructor_was_given() -> None:
+    # only a listing converts lazily; a hand-made SessionInfo is the value it was given, as before
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    given: list[object] = ["a.jsonl", 1700000000]
+    made = SessionInfo("a", given[0], 1, 2, given[1])  # type: ignore[arg-type]
+    assert [made.path, made.modified] == given and type(made.path) is not Path
+    as_text = SessionInfo("a", given[0], 1, 2, when)  # type: ignore[arg-type]
+    assert as_text != SessionInfo("a", Path("a.jsonl"), 1, 2, when)
 
 
 def test_the_folder_is_a_path_made_when_asked(sessions_dir: Path) -> None:
