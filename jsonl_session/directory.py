@@ -264,7 +264,7 @@ class SessionDirectory:
                 )
             )
         # newest first, as ``modified`` orders them (to the microsecond), without making it
-        infos.sort(key=lambda info: (_microseconds(info.mtime), info.session_id), reverse=True)
+        infos.sort(key=lambda info: (info._microseconds, info.session_id), reverse=True)
         return infos
 
     def _path_of(self, file_name: str) -> str:
