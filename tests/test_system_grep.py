@@ -182,14 +182,18 @@ def _open_by(pid: int, path: Path) -> bool:
         return False
 
 
+def _needle_in_a_b_and_c(sessions_dir: Path) -> None:
+    for name in ("a", "b", "c"):
+        JSONLSession(name, sessions_dir).add_items_sync([{"role": "user", "content": f"needle in {name}"}])
+
+
 @pytest.mark.parametrize("engine", [{}, {system_grep.DISABLE_VARIABLE: "1"}], ids=["system grep", "python"])
 def test_waiting_for_one_busy_session_holds_no_other_session_locked(
     sessions_dir: Path, engine: dict[str, str]
 ) -> None:
     # A grep waiting (up to --lock-timeout) for a session another process writes must not keep
     # the sessions before it locked meanwhile: their writers would time out.
-    for name in ("a", "b", "c"):
-        JSONLSession(name, sessions_dir).add_items_sync([{"role": "user", "content": f"needle in {name}"}])
+    _needle_in_a_b_and_c(sessions_dir)
     busy = sessions_dir / "b.jsonl"
     holder = FileHandle(busy)
     with holder.locked(write=True, create=False):
@@ -219,8 +223,7 @@ def test_waiting_for_one_busy_session_holds_no_other_session_locked(
 def test_named_sessions_print_what_they_found_before_the_one_that_fails(
     sessions_dir: Path, engine: dict[str, str]
 ) -> None:
-    for name in ("a", "b", "c"):
-        JSONLSession(name, sessions_dir).add_items_sync([{"role": "user", "content": f"needle in {name}"}])
+    _needle_in_a_b_and_c(sessions_dir)
     holder = FileHandle(sessions_dir / "b.jsonl")
     with holder.locked(write=True, create=False):
         result = run(
