@@ -102,6 +102,15 @@ _MAX_DELAY = 0.005
 _tokens = itertools.count(1)
 
 
+@functools.cache
+def _lock_descriptor() -> Callable[..., bool]:
+    """filelock's ``lock_descriptor``, imported on the first write lock, not at start-up
+    (filelock loads logging, asyncio and more); cached, as an import statement per lock is not free."""
+    from filelock import lock_descriptor
+
+    return lock_descriptor
+
+
 def check_lock_timeout(value: Any) -> float:
     """A lock wait must be bounded: refuse None, negatives, NaN and non-numbers up front.
 
@@ -204,21 +213,20 @@ class FileHandle:
         return Locked(self, write, create, None)
 
     def locked_async(
-        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT, yield_first: bool = True
+        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT
     ) -> AsyncLocked:
         """The asynchronous equivalent of :meth:`locked`: ``async with``, waiting with ``asyncio.sleep``.
 
-        Every block lets other tasks run at least once: on entering, or, with
-        ``yield_first=False`` (for blocks that will hand their work to a thread, which yields
-        anyway), on leaving if it never did. The first attempt at the lock is inline, so the
-        uncontended path costs no thread hand-off. See :meth:`AsyncLocked.finish_in_thread`
-        for work that must not run on the loop.
+        The first attempt at the lock is inline, so the uncontended path costs no thread
+        hand-off; every block lets other tasks run at least once, on leaving (after the
+        unlock) unless it handed its work to a thread, which yields anyway. See
+        :meth:`AsyncLocked.finish_in_thread` for work that must not run on the loop.
 
         Example:
             >>> async with handle.locked_async(write=False, create=False) as fd:  # doctest: +SKIP
             ...     items = storage.read_items(fd, handle.path, 20)
         """
-        return AsyncLocked(self, write, create, check_lock_timeout(timeout), yield_first)
+        return AsyncLocked(self, write, create, check_lock_timeout(timeout))
 
     def replaced(self) -> None:
         """Inside a locked block: the file was replaced or deleted, reopen it next time."""
@@ -423,30 +431,17 @@ class AsyncLocked:
         ...     await lock.finish_in_thread(os.fdatasync, fd)  # unlocks in the thread
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_create",
-        "_handed_off",
-        "_handle",
-        "_timeout",
-        "_token",
-        "_write",
-        "_yield_first",
-    )
+    __slots__ = ("__weakref__", "_create", "_handed_off", "_handle", "_timeout", "_token", "_write")
 
-    def __init__(
-        self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = True
-    ) -> None:
+    def __init__(self, handle: FileHandle, write: bool, create: bool, timeout: float) -> None:
+        """``timeout`` must be checked already (:func:`check_lock_timeout`): sessions check theirs once."""
         self._handle = handle
         self._token = 0
         self._write, self._create, self._timeout = write, create, timeout
         self._handed_off = False
-        self._yield_first = yield_first
         self._token = next(_tokens)
 
     async def __aenter__(self) -> int:
-        if self._yield_first:
-            await _YIELD_ONCE  # every async call lets the other tasks run at least once
         handle = self._handle
         if self._create and handle._fd is None and handle.durable:
             from . import workers  # here, not at import time: the CLI never needs threads
@@ -465,13 +460,14 @@ class AsyncLocked:
     def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> Awaitable[None]:
-        # A plain method that releases at once and returns a finished awaitable: a coroutine
-        # would hold this object, and one created but never awaited (a signal in between)
-        # can be kept alive by whoever records its RuntimeWarning.
+        # A plain method that releases at once and returns an awaitable: a coroutine would
+        # hold this object, and one created but never awaited (a signal in between) can be
+        # kept alive by whoever records its RuntimeWarning. Yielding here, after the unlock,
+        # rather than before the lock, costs the uncontended call one coroutine layer less.
         if self._handed_off:
-            return _DONE
+            return _DONE  # the thread hop yielded
         self._handle._release(self._token)
-        return _DONE if self._yield_first else _YIELD_ONCE  # it promised to yield, and has not
+        return _YIELD_ONCE  # every async call lets the other tasks run at least once
 
     async def finish_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.
@@ -546,10 +542,7 @@ _YIELD_ONCE = _YieldOnce()
 
 def _lock_nonblocking(fd: int, *, write: bool) -> bool:
     if write:
-        # Imported on first write lock, not at start-up: filelock loads logging, asyncio and more.
-        import filelock
-
-        return filelock.lock_descriptor(fd, blocking=False)
+        return _lock_descriptor()(fd, blocking=False)
     # filelock has no shared lock on a descriptor; readers use flock's LOCK_SH directly.
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

@@ -322,11 +322,7 @@ class JSONLSession(SessionFeatures):
         return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
 
     def _locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
-        # A durable write always ends in a worker thread (its fdatasync), which yields: it need
-        # not yield before taking the lock too (a write with no file yields on leaving).
-        return self._handle.locked_async(
-            write=write, create=create, timeout=self._lock_timeout, yield_first=not (write and self.durable)
-        )
+        return AsyncLocked(self._handle, write, create, self._lock_timeout)  # checked when set
 
     # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).
 
