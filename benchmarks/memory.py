@@ -34,6 +34,7 @@ import items as item_source  # benchmarks/items.py
 OPERATIONS = {
     "baseline (imports only)": "pass",
     "show ID -n 1": "main(['show', 'big', '-n', '1', '--dir', folder])",
+    "show ID -n 1 --html": "main(['show', 'big', '-n', '1', '--html', '--dir', folder])",
     "ls": "main(['ls', '--dir', folder])",
     "clear_session() (durable)": "JSONLSession('big', folder).clear_session_sync()",
 }

@@ -17,7 +17,7 @@ from .locking import DEFAULT_LOCK_TIMEOUT
 from .render_html import transcript_page
 from .render_markdown import markdown
 from .render_text import diff_text
-from .view import ItemView, encode_views, read_file, safe, views_of_lines
+from .view import ItemView, encode_views, newest_views, read_file, safe, views_of_lines
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,11 @@ def read_views(
     path: str | os.PathLike[str], *, newest: int | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 ) -> Views:
     """Every line of the session file at ``path`` as a view (only the ``newest`` N when given)."""
+    if newest is not None:
+        return Views(Path(path), *newest_views(path, newest, lock_timeout=lock_timeout))
     data = read_file(path, lock_timeout=lock_timeout)
     views = views_of_lines(data)
-    total = len(views)
-    if newest is not None:
-        views = views[len(views) - newest :] if newest else []
-    return Views(Path(path), views, total, len(data))
+    return Views(Path(path), views, len(views), len(data))
 
 
 def session_html(

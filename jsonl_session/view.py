@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,8 @@ from .transcript import label, text_of
 
 HANDOFF_PREFIX = "transfer_to_"
 """The Agents SDK names a handoff's tool ``transfer_to_<agent>`` (``Handoff.default_tool_name``)."""
+_HANDOFF_BYTES = HANDOFF_PREFIX.encode()
+_PIECE = 1024 * 1024  # bytes read at a time by newest_views
 
 TONES = ("user", "assistant", "system", "tool", "output", "reasoning", "handoff", "other", "invalid")
 """The fixed set of looks a renderer knows; ``kind`` is free text from the session, ``tone`` is not."""
@@ -154,11 +157,7 @@ def views_of_lines(data: bytes) -> list[ItemView]:
     last = data.count(b"\n") + 1  # the line after the last newline: a torn tail if not an item
     with codec.gc_paused():  # 100,000 items make ~10 objects each: no collection passes meanwhile
         for number, item, line in scan_lines(data):
-            if item is None:
-                reason = "incomplete last line (torn tail)" if number == last else _reason(line)
-                views.append(_invalid(number, reason, line.decode("utf-8", "replace")))
-            else:
-                views.append(builder.view(item, number))
+            views.append(_line_view(builder, number, item, line, torn=number == last))
     return views
 
 
@@ -179,6 +178,89 @@ def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]
         yield line.number, item if type(item) is dict else None, line.data
     if scan.pending and not codec.is_blank(scan.pending):
         yield scan.newlines + 1, None, scan.pending
+
+
+def newest_views(
+    path: str | os.PathLike[str], count: int, *, lock_timeout: float
+) -> tuple[list[ItemView], int, int]:
+    """The views of the newest ``count`` lines, how many views the whole file has, and its size.
+
+    One pass in pieces under the shared lock, keeping ``count`` lines: ``show --html -n 1`` of
+    a 300 MB session held the file, its lines and their items at once (tests/test_memory.py).
+    The views are the ones :func:`views_of_lines` gives for the same lines: handoff calls
+    before the window are still recognised, and a torn tail is still named.
+    """
+    handle = FileHandle(Path(path))
+    try:
+        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+            size = os.fstat(fd).st_size
+            window = _Window(count)
+            pieces: list[bytes] = []  # the line still unfinished at the end of the last piece
+            position = start = 0  # start: where ``pieces`` begins in the file
+            while position < size:
+                chunk = os.pread(fd, min(_PIECE, size - position), position)
+                if not chunk:
+                    break
+                position += len(chunk)
+                cut = chunk.rfind(b"\n") + 1
+                if not cut:  # a line longer than a piece
+                    pieces.append(chunk)
+                    continue
+                data = b"".join([*pieces, chunk[:cut]])
+                window.take(storage.scan_lines(data, offset=start, first_number=window.next_number))
+                start += len(data)
+                pieces = [chunk[cut:]]
+            window.take(storage.scan_lines(b"".join(pieces), offset=start, first_number=window.next_number))
+    finally:
+        handle.close()
+    return window.views(), window.total, size
+
+
+class _Window:
+    """The newest lines seen so far, and what the lines before them left in a ViewBuilder."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.total = 0
+        self.next_number = 1
+        self._lines: deque[tuple[int, bytes, bool]] = deque()  # (number, bytes, torn)
+        self._builder = ViewBuilder()
+
+    def take(self, scan: storage.Scan) -> None:
+        lines = [(line.number, line.data, False) for line in scan.lines]
+        self.next_number += scan.newlines
+        if scan.pending and not codec.is_blank(scan.pending):  # only in the last scan
+            lines.append((self.next_number, scan.pending, True))
+        self.total += len(lines)
+        for line in lines:
+            self._lines.append(line)
+            if len(self._lines) > self.count:
+                self._before_window(*self._lines.popleft())
+
+    def views(self) -> list[ItemView]:
+        views = []
+        with codec.gc_paused():
+            for number, line, torn in self._lines:
+                item = None if torn else _item(line)
+                views.append(_line_view(self._builder, number, item, line, torn=torn))
+        return views
+
+    def _before_window(self, number: int, line: bytes, torn: bool) -> None:
+        # Only a handoff call changes how later lines look; its name may be escaped (\u).
+        if not torn and (_HANDOFF_BYTES in line or b"\\u" in line):
+            item = _item(line)
+            if item is not None:
+                self._builder.view(item, number)
+
+
+def _item(line: bytes) -> dict[str, Any] | None:
+    try:
+        item = codec.decode_line(line)
+    except ValueError:
+        return None
+    return item if type(item) is dict else None
 
 
 def read_file(path: str | os.PathLike[str], *, lock_timeout: float) -> bytes:
@@ -251,6 +333,14 @@ def _picture(match: re.Match[str]) -> str:
     if code < 0x20:
         return chr(0x2400 + code)
     return "\u2421" if code == 0x7F else "\ufffd"
+
+
+def _line_view(builder: ViewBuilder, number: int, item: Any, line: bytes, *, torn: bool) -> ItemView:
+    """The view of one line: its item's, or an ``invalid`` one saying why (a torn tail, bad JSON)."""
+    if item is None:
+        reason = "incomplete last line (torn tail)" if torn else _reason(line)
+        return _invalid(number, reason, line.decode("utf-8", "replace"))
+    return builder.view(item, number)
 
 
 def _invalid(number: int, reason: str, raw: str) -> ItemView:

@@ -60,6 +60,8 @@ def big_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [
         "main(['show', 'big', '-n', '1', '--dir', folder])",
         "main(['show', 'big', '-n', '3', '--json', '--dir', folder])",
+        "main(['show', 'big', '-n', '1', '--html', '--dir', folder])",
+        "main(['show', 'big', '-n', '2', '--markdown', '--dir', folder])",
         "main(['ls', '--dir', folder])",
         "main(['ls', '--json', '--dir', folder])",
         "assert JSONLSession('big', folder).count_items_sync() > 0",
