@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.cli import _iso_utc, build_parser, main
+from jsonl_session.cli import _HANDLERS, _iso_utc, main
+from jsonl_session.cli_parser import build_parser
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
@@ -69,6 +70,7 @@ def test_help_lists_every_command_and_every_command_has_an_example() -> None:
         "import",
         "redact",
     } <= set(commands)
+    assert set(commands) == set(_HANDLERS)  # every command the grammar knows runs a function
     for name, parser in commands.items():
         assert "Example:" in parser.epilog and f"jsonl-session {name}" in parser.epilog, name  # type: ignore[attr-defined]
         assert any("--dir" in action.option_strings for action in parser._actions), name  # type: ignore[attr-defined]

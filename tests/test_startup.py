@@ -21,7 +21,7 @@ from cli_helpers import cli_env
 
 import jsonl_session
 from jsonl_session import JSONLSession
-from jsonl_session.cli import build_parser
+from jsonl_session.cli_parser import build_parser
 
 NOT_FOR_LS = {
     "asyncio",
