@@ -213,20 +213,23 @@ class FileHandle:
         return Locked(self, write, create, None)
 
     def locked_async(
-        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT
+        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT, yield_first: bool = False
     ) -> AsyncLocked:
         """The asynchronous equivalent of :meth:`locked`: ``async with``, waiting with ``asyncio.sleep``.
 
         The first attempt at the lock is inline, so the uncontended path costs no thread
-        hand-off; every block lets other tasks run at least once, on leaving (after the
-        unlock) unless it handed its work to a thread, which yields anyway. See
-        :meth:`AsyncLocked.finish_in_thread` for work that must not run on the loop.
+        hand-off. Every block lets other tasks run at least once: on leaving, after the
+        unlock (a thread hop, see :meth:`AsyncLocked.finish_in_thread`, counts), or with
+        ``yield_first`` on entering, before anything is done. Writes that stay on the loop
+        need that: a caller cancelled at their only yield must be able to trust that
+        ``CancelledError`` means nothing changed (a pop that removed its item and then
+        raised would lose it). A block that fails to lock yields before raising.
 
         Example:
             >>> async with handle.locked_async(write=False, create=False) as fd:  # doctest: +SKIP
             ...     items = storage.read_items(fd, handle.path, 20)
         """
-        return AsyncLocked(self, write, create, check_lock_timeout(timeout))
+        return AsyncLocked(self, write, create, check_lock_timeout(timeout), yield_first)
 
     def replaced(self) -> None:
         """Inside a locked block: the file was replaced or deleted, reopen it next time."""
@@ -431,17 +434,31 @@ class AsyncLocked:
         ...     await lock.finish_in_thread(os.fdatasync, fd)  # unlocks in the thread
     """
 
-    __slots__ = ("__weakref__", "_create", "_handed_off", "_handle", "_timeout", "_token", "_write")
+    __slots__ = (
+        "__weakref__",
+        "_create",
+        "_handed_off",
+        "_handle",
+        "_timeout",
+        "_token",
+        "_write",
+        "_yield_first",
+    )
 
-    def __init__(self, handle: FileHandle, write: bool, create: bool, timeout: float) -> None:
+    def __init__(
+        self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = False
+    ) -> None:
         """``timeout`` must be checked already (:func:`check_lock_timeout`): sessions check theirs once."""
         self._handle = handle
         self._token = 0
         self._write, self._create, self._timeout = write, create, timeout
         self._handed_off = False
+        self._yield_first = yield_first
         self._token = next(_tokens)
 
     async def __aenter__(self) -> int:
+        if self._yield_first:
+            await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
         handle = self._handle
         if self._create and handle._fd is None and handle.durable:
             from . import workers  # here, not at import time: the CLI never needs threads
@@ -453,8 +470,10 @@ class AsyncLocked:
             if fd == BUSY:  # held by another process (or task): wait without blocking the loop
                 fd = await handle._lock_polling(self, token, self._write, self._create, self._timeout)
             return fd
-        except BaseException:
+        except BaseException as error:
             handle._release(token)  # cancelled, or a signal, after the lock was taken
+            if isinstance(error, Exception) and not self._yield_first:
+                await _YIELD_ONCE  # a failing call yields too: a loop that retries must not starve the others
             raise
 
     def __aexit__(
@@ -462,12 +481,11 @@ class AsyncLocked:
     ) -> Awaitable[None]:
         # A plain method that releases at once and returns an awaitable: a coroutine would
         # hold this object, and one created but never awaited (a signal in between) can be
-        # kept alive by whoever records its RuntimeWarning. Yielding here, after the unlock,
-        # rather than before the lock, costs the uncontended call one coroutine layer less.
+        # kept alive by whoever records its RuntimeWarning.
         if self._handed_off:
             return _DONE  # the thread hop yielded
         self._handle._release(self._token)
-        return _YIELD_ONCE  # every async call lets the other tasks run at least once
+        return _DONE if self._yield_first else _YIELD_ONCE  # it promised to yield, and has not
 
     async def finish_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.

@@ -322,7 +322,11 @@ class JSONLSession(SessionFeatures):
         return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
 
     def _locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
-        return AsyncLocked(self._handle, write, create, self._lock_timeout)  # checked when set
+        # Reads yield after the unlock, durable writes in their worker's hop; writes that stay
+        # on the loop yield first, so that a caller cancelled there knows nothing was done.
+        # The timeout was checked when it was set.
+        yield_first = write and not self.durable
+        return AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first)
 
     # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from lock_helpers import another_process_can_lock
 
-from jsonl_session import JSONLSession, LockTimeout, workers
+from jsonl_session import JSONLSession, LockTimeout, UnsafePathError, workers
 
 
 def assert_lock_is_free(session: JSONLSession) -> None:
@@ -109,6 +109,34 @@ def test_a_caller_cancelled_during_the_off_loop_fsync_completes_and_unlocks(sess
     assert_lock_is_free(session)
 
 
+@pytest.mark.parametrize("operation", ["add", "pop", "clear"])
+def test_a_cancelled_write_that_raises_cancelled_error_changed_nothing(
+    sessions_dir: Path, operation: str
+) -> None:
+    """Without fsync a write never reaches a worker, so CancelledError must mean "not done":
+    a pop that removed its item and then raised would lose it, and an add would be retried twice.
+    (A durable write may complete in its worker after the caller is cancelled: documented.)"""
+    session = JSONLSession("fast", sessions_dir, durable=False)
+    outcomes = set()
+
+    async def main() -> None:
+        for turns in range(4):
+            session.replace_items_sync([{"n": 1}, {"n": 2}])
+            before = session.path.read_bytes()
+            calls = {"add": lambda: session.add_items([{"n": 3}]), "pop": session.pop_item}
+            task = asyncio.create_task(calls.get(operation, session.clear_session)())
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            task.cancel()
+            completed = await finish(task)
+            outcomes.add(completed)
+            if not completed:
+                assert session.path.read_bytes() == before, turns
+
+    asyncio.run(main())
+    assert outcomes == {True, False}  # both were tried: cancelled in time, and too late to stop
+
+
 class Ticker:
     """Counts the turns another task gets: a call that never yields leaves the count unchanged."""
 
@@ -135,6 +163,10 @@ class Ticker:
 def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
     missing = JSONLSession("never-written", session.directory)
     fast = JSONLSession("not-durable", session.directory, durable=False)
+    unsafe = JSONLSession("a-symlink", session.directory)
+    unsafe_fast = JSONLSession("a-symlink", session.directory, durable=False)
+    session.directory.mkdir(parents=True, exist_ok=True)
+    unsafe.path.symlink_to("/nonexistent")
 
     async def main() -> None:
         calls: list[Callable[[], Coroutine[Any, Any, Any]]] = [
@@ -151,11 +183,19 @@ def test_every_async_call_lets_other_tasks_run(session: JSONLSession) -> None:
             lambda: fast.add_items([{"a": 1}]),
             fast.pop_item,
             fast.clear_session,
+            lambda: unsafe.get_items(),  # errors too: a loop that retries must not starve the others
+            lambda: unsafe.get_items(limit=1),
+            lambda: unsafe.add_items([{"a": 1}]),
+            lambda: unsafe_fast.add_items([{"a": 1}]),
+            unsafe.pop_item,
         ]
         async with Ticker() as ticker:
             for call in calls:
                 before = ticker.ticks
-                await call()
+                try:
+                    await call()
+                except UnsafePathError:
+                    pass
                 assert ticker.ticks > before, call
 
     asyncio.run(main())
