@@ -213,17 +213,17 @@ class FileHandle:
         return Locked(self, write, create, None)
 
     def locked_async(
-        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT, yield_first: bool = False
+        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT, yield_first: bool = True
     ) -> AsyncLocked:
         """The asynchronous equivalent of :meth:`locked`: ``async with``, waiting with ``asyncio.sleep``.
 
         The first attempt at the lock is inline, so the uncontended path costs no thread
-        hand-off. Every block lets other tasks run at least once: on leaving, after the
-        unlock (a thread hop, see :meth:`AsyncLocked.finish_in_thread`, counts), or with
-        ``yield_first`` on entering, before anything is done. Writes that stay on the loop
-        need that: a caller cancelled at their only yield must be able to trust that
-        ``CancelledError`` means nothing changed (a pop that removed its item and then
-        raised would lose it). A block that fails to lock yields before raising.
+        hand-off. Every block lets other tasks run at least once: on entering, before
+        anything is done, so that a caller cancelled there knows nothing changed (a pop that
+        removed its item and then raised would lose it); or, with ``yield_first=False``, on
+        leaving, after the unlock (a thread hop, see :meth:`AsyncLocked.finish_in_thread`,
+        counts), which costs less: for reads, and for writes that end in a thread. A block
+        that fails to lock yields before raising.
 
         Example:
             >>> async with handle.locked_async(write=False, create=False) as fd:  # doctest: +SKIP
@@ -446,7 +446,7 @@ class AsyncLocked:
     )
 
     def __init__(
-        self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = False
+        self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = True
     ) -> None:
         """``timeout`` must be checked already (:func:`check_lock_timeout`): sessions check theirs once."""
         self._handle = handle
