@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,11 +171,7 @@ def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]
     scan = storage.scan_lines(data)
     loads = codec.decoder_for(data)
     for line in scan.lines:
-        try:
-            item = loads(line.data)
-        except ValueError:
-            item = None
-        yield line.number, item if type(item) is dict else None, line.data
+        yield line.number, _item(line.data, loads), line.data
     if scan.pending and not codec.is_blank(scan.pending):
         yield scan.newlines + 1, None, scan.pending
 
@@ -255,9 +251,10 @@ class _Window:
                 self._builder.view(item, number)
 
 
-def _item(line: bytes) -> dict[str, Any] | None:
+def _item(line: bytes, loads: Callable[[bytes], Any] = codec.decode_line) -> dict[str, Any] | None:
+    """The item on ``line``, or None when it is not valid JSON or not an object."""
     try:
-        item = codec.decode_line(line)
+        item = loads(line)
     except ValueError:
         return None
     return item if type(item) is dict else None
