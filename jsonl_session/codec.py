@@ -56,19 +56,19 @@ def encode_items(items: Iterable[Any]) -> bytes:
         >>> encode_items([{"role": "user", "content": "héllo"}])
         b'{"role":"user","content":"h\\xc3\\xa9llo"}\\n'
     """
+    if type(items) is list and len(items) == 1:  # the Runner's usual call: no list to join
+        return _encode_item(0, items[0])
     if isinstance(items, (dict, str, bytes)):
         raise TypeError("add_items() takes a list of items, not a single item")
-    lines = [_encode_item(index, item) for index, item in enumerate(items)]
-    if len(lines) == 1:
-        return lines[0] + b"\n"
-    return b"\n".join(lines) + b"\n" if lines else b""
+    return b"".join([_encode_item(index, item) for index, item in enumerate(items)])
 
 
 def _encode_item(index: int, item: Any) -> bytes:
+    """One item's line, newline included (orjson reads a trailing newline as whitespace)."""
     if type(item) is not dict:
         raise ItemNotStorableError(index, f"an item must be a dict, not {type(item).__name__}")
     try:
-        line = orjson.dumps(item)
+        line = orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError as exc:  # orjson.JSONEncodeError subclasses TypeError
         raise ItemNotStorableError(index, _why_not_storable(item) or str(exc)) from None
     if orjson.loads(line) != item:

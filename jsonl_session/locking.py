@@ -174,6 +174,7 @@ class FileHandle:
 
     def __init__(self, path: str | PathLike[str], *, durable: bool = True) -> None:
         self.path = path
+        self._path_str = os.fspath(path)  # os.stat() on a str skips a Path.__fspath__ call per lock
         self.durable = durable
         self._fd: int | None = None
         self._writable = False
@@ -375,7 +376,7 @@ class FileHandle:
         miss a replaced file that is hard-linked elsewhere) also gives the size we need.
         """
         try:
-            now = os.stat(self.path, follow_symlinks=False)
+            now = os.stat(self._path_str, follow_symlinks=False)
         except FileNotFoundError:
             return False
         self.size = now.st_size
