@@ -13,8 +13,9 @@ offer the two hooks the SDK probes for (openai-agents >= 0.2x; older releases ne
   for ``output``, keeping older history, and declines (False) when the stored suffix changed
   meanwhile. ``prune_prefix`` (from ``EncryptedSession``) drops expired items at the start.
 
-Both run the file work in a thread (a rewrite is proportional to the file) and finish it even
-if the caller is cancelled: a started rename always completes and unlocks. Subclasses of
+Both wait for the lock on the loop, then run the file work in a worker thread (a rewrite is
+proportional to the file), which unlocks: a cancelled caller either changed nothing (it was
+still waiting) or its rename completes. Subclasses of
 ``JSONLSession`` get neither hook (they may transform items, e.g. the read-only session of the
 pytest plugin); like the SDK's own stores, they must opt in by overriding.
 
@@ -27,45 +28,14 @@ and the ``wrapper=`` parameter on session methods (we need no run context).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from ._lazy import OnFirstUse
 from .codec import encode_items
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .session import JSONLSession
-else:  # imported on first use: `jsonl-session ls` never awaits (see _lazy.py)
-    asyncio = OnFirstUse("asyncio", globals())
 
-T = TypeVar("T")
 PrunePrefix = Callable[[Any], bool]
-
-
-async def finish_in_thread(function: Callable[..., T], *args: Any) -> T:
-    """Run ``function(*args)`` in a thread and wait for it even through cancellation.
-
-    ``asyncio.shield`` alone returns on the *first* cancel while the thread still writes;
-    waiting again until the thread is done, then re-raising ``CancelledError``, means the
-    caller still sees its cancellation but never a half-finished write, nor a lock held by a
-    thread nobody waits for (tests/test_compaction.py cancels a replacement mid-way).
-
-    Example:
-        >>> await finish_in_thread(session.replace_items_sync, items)   # doctest: +SKIP
-    """
-    task = asyncio.ensure_future(asyncio.to_thread(function, *args))
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    if cancelled is not None:
-        if not task.cancelled():
-            task.exception()  # retrieved: an error after a cancel is not "never retrieved"
-        raise cancelled
-    return task.result()
 
 
 async def atomic_replace(session: JSONLSession, items: list[Any]) -> bool:
@@ -79,7 +49,7 @@ async def atomic_replace(session: JSONLSession, items: list[Any]) -> bool:
     """
     if not _plain(session):
         return False
-    await finish_in_thread(session.replace_items_sync, list(items))
+    await session._replace_items(list(items))
     return True
 
 
@@ -100,7 +70,7 @@ async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix 
         return None
     if not _plain(session) or limit < 1:
         return None
-    newest = await asyncio.to_thread(session.get_items_sync, limit + 1)
+    newest = await session.get_items(limit + 1)
     complete = len(newest) <= limit  # nothing stored before the items we hand out
     items = newest[-limit:]
 
@@ -108,16 +78,18 @@ async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix 
         expected = items[start:]
         if not expected:
             return False
-        return await finish_in_thread(_replace_suffix_sync, session, expected, list(output), prune_prefix)
+        return await session._locked_in_thread(
+            _replace_suffix_locked, session, expected, list(output), prune_prefix, write=True, create=True
+        )
 
     return _CompactionSnapshot(items, complete, replace_suffix)
 
 
-def _replace_suffix_sync(
-    session: JSONLSession, expected: list[Any], output: list[Any], prune_prefix: PrunePrefix | None
+def _replace_suffix_locked(
+    fd: int, session: JSONLSession, expected: list[Any], output: list[Any], prune_prefix: PrunePrefix | None
 ) -> bool:
     """Under the write lock: if the file still ends with ``expected``, swap it for ``output``."""
-    with session.rewrite() as draft:
+    with session._rewriting(fd) as draft:
         stored = draft.items
         if len(stored) < len(expected) or not _same(stored[len(stored) - len(expected) :], expected):
             return False  # something was added, popped or rewritten since the snapshot: decline

@@ -2,14 +2,16 @@
 
 Kept apart from ``session`` so that the SDK protocol stays short to read; every method here
 goes through the same lock as the items (``self._locked``), and the files it touches are the
-sidecars described in ``sidecars``. Async methods run their blocking twin in a thread: a
-started write finishes even if the caller is cancelled.
+sidecars described in ``sidecars``. Async methods wait for the lock on the loop and run the
+locked work in a worker thread (``_locked_in_thread``): a wait for another process never
+holds a thread, and a started write finishes, and unlocks, even if the caller is cancelled.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import runs, sidecars, storage
 from ._lazy import OnFirstUse
@@ -28,6 +30,8 @@ else:  # imported on first use: `jsonl-session ls` never awaits (see _lazy.py)
 if TYPE_CHECKING:
     from agents import Agent, RunState
 
+T = TypeVar("T")
+
 
 class SessionFeatures:
     """Turn-aware history, fork lineage, a usage log and paused runs for one session file."""
@@ -38,6 +42,11 @@ class SessionFeatures:
     _handle: FileHandle
 
     def _locked(self, *, write: bool, create: bool) -> Locked:  # pragma: no cover - JSONLSession's
+        raise NotImplementedError
+
+    async def _locked_in_thread(  # pragma: no cover - JSONLSession's
+        self, function: Callable[..., T], *args: Any, write: bool, create: bool = False
+    ) -> T:
         raise NotImplementedError
 
     # -- turns -----------------------------------------------------------------------------
@@ -59,19 +68,22 @@ class SessionFeatures:
         Example:
             >>> removed = session.rewind_sync(1)              # doctest: +SKIP
         """
-        if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
-            raise ValueError(f"turns must be a non-negative int, not {turns!r}")
+        _check_turns(turns)
         with self._locked(write=True, create=False) as fd:
-            if fd == MISSING:
-                return []
-            removed = rewind(fd, self.path, turns, durable=self.durable)
-            if removed:
-                runs.clear(self.path, durable=self.durable)
-            return removed
+            return self._rewind_locked(fd, turns)
 
     async def rewind(self, turns: int = 1) -> list[Any]:
         """The asynchronous equivalent of :meth:`rewind_sync`."""
-        return await asyncio.to_thread(self.rewind_sync, turns)
+        _check_turns(turns)
+        return await self._locked_in_thread(self._rewind_locked, turns, write=True)
+
+    def _rewind_locked(self, fd: int, turns: int) -> list[Any]:
+        if fd == MISSING:
+            return []
+        removed = rewind(fd, self.path, turns, durable=self.durable)
+        if removed:
+            runs.clear(self.path, durable=self.durable)
+        return removed
 
     # -- lineage ---------------------------------------------------------------------------
 
@@ -95,33 +107,34 @@ class SessionFeatures:
             876
         """
         with self._locked(write=True, create=False) as fd:
-            if fd == MISSING:
-                raise SessionNotFoundError(
-                    self.path, "no such session; record usage after a run that used it"
-                )
-            turn_count, user_item = last_turn(fd, self.path, size=self._handle.size)
-            total = result_counters(result)
-            envelope = runs.read(self.path)
-            recorded = envelope.get("recorded") if envelope is not None else None
-            paused = bool(getattr(result, "interruptions", None))
-            record = new_record(
-                since(total, recorded if isinstance(recorded, dict) else None),
-                model=model_of(result),
-                turn=turn_count or None,
-                user_item=user_item,
-                paused=paused,
-            )
-            usage_path = sidecars.sidecar(self.path, sidecars.USAGE)
-            sidecars.append_line(usage_path, record, durable=self.durable, timeout=self.lock_timeout)
-            if paused:
-                runs.write(self.path, runs.as_state(result), recorded=total, durable=self.durable)
-            elif envelope is not None:
-                runs.clear(self.path, durable=self.durable)
-            return record
+            return self._record_usage_locked(fd, result)
 
     async def record_usage(self, result: Any) -> dict[str, Any]:
         """The asynchronous equivalent of :meth:`record_usage_sync`."""
-        return await asyncio.to_thread(self.record_usage_sync, result)
+        return await self._locked_in_thread(self._record_usage_locked, result, write=True)
+
+    def _record_usage_locked(self, fd: int, result: Any) -> dict[str, Any]:
+        if fd == MISSING:
+            raise SessionNotFoundError(self.path, "no such session; record usage after a run that used it")
+        turn_count, user_item = last_turn(fd, self.path, size=self._handle.size)
+        total = result_counters(result)
+        envelope = runs.read(self.path)
+        recorded = envelope.get("recorded") if envelope is not None else None
+        paused = bool(getattr(result, "interruptions", None))
+        record = new_record(
+            since(total, recorded if isinstance(recorded, dict) else None),
+            model=model_of(result),
+            turn=turn_count or None,
+            user_item=user_item,
+            paused=paused,
+        )
+        usage_path = sidecars.sidecar(self.path, sidecars.USAGE)
+        sidecars.append_line(usage_path, record, durable=self.durable, timeout=self.lock_timeout)
+        if paused:
+            runs.write(self.path, runs.as_state(result), recorded=total, durable=self.durable)
+        elif envelope is not None:
+            runs.clear(self.path, durable=self.durable)
+        return record
 
     def usage_records(self) -> list[dict[str, Any]]:
         """Every line of the usage log, oldest first."""
@@ -150,17 +163,23 @@ class SessionFeatures:
         ``output_tokens_details`` (``reasoning_tokens``), ``at`` (when its first run was
         recorded) and ``models``.
         """
-        items = self._all_items()
-        answer = turn_usage(self.usage_records(), items, split_turns(items))
-        if user_turn_number is None:
-            return answer
-        return next((entry for entry in answer if entry["user_turn_number"] == user_turn_number), {})
+        with self._locked(write=False, create=False) as fd:
+            return self._turn_usage_locked(fd, user_turn_number)
 
     async def get_turn_usage(
         self, user_turn_number: int | None = None
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """The asynchronous equivalent of :meth:`get_turn_usage_sync`."""
-        return await asyncio.to_thread(self.get_turn_usage_sync, user_turn_number)
+        return await self._locked_in_thread(self._turn_usage_locked, user_turn_number, write=False)
+
+    def _turn_usage_locked(
+        self, fd: int, user_turn_number: int | None
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        items = [] if fd == MISSING else storage.read_items(fd, self.path, size=self._handle.size)
+        answer = turn_usage(self.usage_records(), items, split_turns(items))
+        if user_turn_number is None:
+            return answer
+        return next((entry for entry in answer if entry["user_turn_number"] == user_turn_number), {})
 
     # -- paused runs -----------------------------------------------------------------------
 
@@ -174,15 +193,19 @@ class SessionFeatures:
         """
         state = runs.as_state(state)
         with self._locked(write=True, create=False) as fd:
-            if fd == MISSING:
-                raise SessionNotFoundError(self.path, "no such session; save the state of a run that used it")
-            envelope = runs.read(self.path)
-            recorded = envelope.get("recorded") if envelope is not None else None
-            runs.write(self.path, state, recorded=recorded, durable=self.durable)
+            self._save_run_state_locked(fd, state)
 
     async def save_run_state(self, state: Any) -> None:
         """The asynchronous equivalent of :meth:`save_run_state_sync`."""
-        await asyncio.to_thread(self.save_run_state_sync, state)
+        state = runs.as_state(state)
+        await self._locked_in_thread(self._save_run_state_locked, state, write=True)
+
+    def _save_run_state_locked(self, fd: int, state: Any) -> None:
+        if fd == MISSING:
+            raise SessionNotFoundError(self.path, "no such session; save the state of a run that used it")
+        envelope = runs.read(self.path)
+        recorded = envelope.get("recorded") if envelope is not None else None
+        runs.write(self.path, state, recorded=recorded, durable=self.durable)
 
     async def load_run_state(self, agent: Agent[Any], **options: Any) -> RunState[Any] | None:
         """The saved paused run, ready for approvals and ``Runner.run(agent, state, ...)``; None if none.
@@ -209,12 +232,15 @@ class SessionFeatures:
 
     def clear_run_state_sync(self) -> bool:
         """Forget the paused run (under the lock); True if there was one."""
-        with self._locked(write=True, create=False):
-            return runs.clear(self.path, durable=self.durable)
+        with self._locked(write=True, create=False) as fd:
+            return self._clear_run_state_locked(fd)
 
     async def clear_run_state(self) -> bool:
         """The asynchronous equivalent of :meth:`clear_run_state_sync`."""
-        return await asyncio.to_thread(self.clear_run_state_sync)
+        return await self._locked_in_thread(self._clear_run_state_locked, write=True)
+
+    def _clear_run_state_locked(self, fd: int) -> bool:
+        return runs.clear(self.path, durable=self.durable)
 
     def paused_run(self) -> runs.PausedRun | None:
         """What a paused run waits for (tool names, call ids), or None; no SDK needed."""
@@ -246,3 +272,8 @@ class SessionFeatures:
             if fd == MISSING:
                 return []
             return storage.read_items(fd, self.path, size=self._handle.size)
+
+
+def _check_turns(turns: Any) -> None:
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
+        raise ValueError(f"turns must be a non-negative int, not {turns!r}")

@@ -19,11 +19,11 @@ cancelled caller never leaves a write half-done or the lock held
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import compaction, storage
 from .codec import encode_items, identical
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
 
 __all__ = ["DEFAULT_DIRECTORY", "Draft", "JSONLSession", "check_lock_timeout"]
+
+T = TypeVar("T")
 
 # Inline on the loop below these sizes (parsing ~64 KB of JSONL takes well under 1 ms); a
 # ``limit`` read costs about limit x line size, so a few dozen items stay inline too.
@@ -242,27 +244,39 @@ class JSONLSession(SessionFeatures):
             >>> with session.rewrite() as draft:                  # doctest: +SKIP
             ...     draft.items = [i for i in draft.items if i.get("role") != "system"]
         """
-        with self._locked(write=True, create=True) as fd:
-            original = storage.read_items(fd, self.path)
-            # Parsing again is the copy that in-place edits may change: cheaper than
-            # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
-            draft = Draft(items=storage.read_items(fd, self.path))
+        with self._locked(write=True, create=True) as fd, self._rewriting(fd) as draft:
             yield draft
-            before = _encoding_or_none(original)
-            try:
-                payload = encode_items(draft.items)
-            except ValueError:
-                if before is None and identical(draft.items, original):
-                    return  # unchanged, though it cannot be written (huge ints, deep nesting)
-                raise
-            if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
-                self._replace_locked(fd, payload)
+
+    @contextmanager
+    def _rewriting(self, fd: int) -> Iterator[Draft]:
+        """:meth:`rewrite` once the write lock is held (the compaction hooks take it on the loop)."""
+        original = storage.read_items(fd, self.path)
+        # Parsing again is the copy that in-place edits may change: cheaper than
+        # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
+        draft = Draft(items=storage.read_items(fd, self.path))
+        yield draft
+        before = _encoding_or_none(original)
+        try:
+            payload = encode_items(draft.items)
+        except ValueError:
+            if before is None and identical(draft.items, original):
+                return  # unchanged, though it cannot be written (huge ints, deep nesting)
+            raise
+        if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
+            self._replace_locked(fd, payload)
 
     def replace_items_sync(self, items: Iterable[Any]) -> None:
         """Atomically replace the whole history with ``items`` (one rename, under the lock)."""
         payload = encode_items(items)
         with self._locked(write=True, create=True) as fd:
             self._replace_locked(fd, payload)
+
+    async def _replace_items(self, items: list[Any]) -> None:
+        """The async :meth:`replace_items_sync`: encoding and the rename run in a worker thread."""
+        await self._locked_in_thread(self._encode_and_replace_locked, items, write=True, create=True)
+
+    def _encode_and_replace_locked(self, fd: int, items: list[Any]) -> None:
+        self._replace_locked(fd, encode_items(items))
 
     def _replace_locked(self, fd: int, payload: bytes) -> None:
         # A crashed writer's partial line is not an item, so it is not in `payload`: save it
@@ -327,6 +341,19 @@ class JSONLSession(SessionFeatures):
         # The timeout was checked when it was set.
         yield_first = write and not self.durable
         return AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first)
+
+    async def _locked_in_thread(
+        self, function: Callable[..., T], *args: Any, write: bool, create: bool = False
+    ) -> T:
+        """Wait for the lock on the loop, then run ``function(fd, *args)`` in a worker thread, which unlocks.
+
+        For the async twins of blocking methods: waiting for another process sleeps on the
+        loop instead of parking a thread of its executor for up to ``lock_timeout``, and work
+        that has started finishes, and unlocks, even if the caller is cancelled.
+        """
+        lock = AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first=False)
+        async with lock as fd:
+            return await lock.finish_in_thread(function, fd, *args)
 
     # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).
 

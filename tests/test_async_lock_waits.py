@@ -1,0 +1,121 @@
+"""Async calls beyond the SDK protocol wait for a lock held elsewhere on the loop, not in a thread.
+
+Before, ``rewind()``, the usage and paused-run methods and the compaction hooks ran their
+blocking twins with ``asyncio.to_thread``: each one waiting for another process's lock
+parked a thread of the loop's default executor for up to ``lock_timeout``. A few of them
+starved every other ``to_thread`` user of the loop (the SDK's ``SQLiteSession`` among them).
+Now they wait with ``asyncio.sleep`` and only the locked work runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jsonl_session import JSONLSession
+
+WORKERS = 2  # the loop's default executor in these tests
+CALLS = WORKERS + 1  # enough waiting calls to take every worker, if they waited in threads
+
+TURNS = [
+    {"role": "user", "content": "one"},
+    {"role": "assistant", "content": "1"},
+    {"role": "user", "content": "two"},
+    {"role": "assistant", "content": "2"},
+    {"role": "user", "content": "three"},
+    {"role": "assistant", "content": "3"},
+]
+
+
+async def while_locked_elsewhere(session: JSONLSession, call: Callable[[], Awaitable[Any]]) -> list[Any]:
+    """Start ``CALLS`` calls while another open file holds the lock; the executor must stay free."""
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=WORKERS))
+    other = os.open(session.path, os.O_RDONLY)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    try:
+        tasks = [asyncio.ensure_future(call()) for _ in range(CALLS)]
+        for _ in range(10):  # every call has started and tried the lock once
+            await asyncio.sleep(0)
+        free = await asyncio.wait_for(asyncio.to_thread(str, "free"), timeout=20)
+        assert free == "free"
+        assert not any(task.done() for task in tasks)  # all still waiting for the lock
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)
+        os.close(other)
+    return await asyncio.gather(*tasks)
+
+
+def fresh(sessions_dir: Path) -> JSONLSession:
+    session = JSONLSession("waits", sessions_dir, lock_timeout=60)
+    session.add_items_sync(TURNS)
+    return session
+
+
+def test_rewind_waits_on_the_loop(sessions_dir: Path) -> None:
+    session = fresh(sessions_dir)
+    removed = asyncio.run(while_locked_elsewhere(session, lambda: session.rewind(1)))
+    assert sorted(item["content"] for items in removed for item in items) == sorted(
+        item["content"] for item in TURNS
+    )
+    assert session.get_items_sync() == []
+
+
+def test_clear_run_state_waits_on_the_loop(sessions_dir: Path) -> None:
+    session = fresh(sessions_dir)
+    assert asyncio.run(while_locked_elsewhere(session, session.clear_run_state)) == [False] * CALLS
+
+
+def test_the_atomic_replace_hook_waits_on_the_loop(sessions_dir: Path) -> None:
+    session = fresh(sessions_dir)
+    summary = [{"type": "compaction", "summary": "three turns"}]
+    done = asyncio.run(while_locked_elsewhere(session, lambda: session._atomic_replace_items(summary)))
+    assert done == [True] * CALLS
+    assert session.get_items_sync() == summary
+
+
+def test_the_compaction_snapshot_waits_on_the_loop(sessions_dir: Path) -> None:
+    pytest.importorskip("agents.memory.session", reason="needs the SDK")
+    session = fresh(sessions_dir)
+    summary = {"type": "compaction", "summary": "newest turn"}
+
+    async def snapshot_then_replace() -> bool:
+        snapshot = await session._get_compaction_snapshot(2)
+        if snapshot is None:
+            pytest.skip("this SDK has no compaction snapshots")
+        return bool(await snapshot.replace_suffix(0, [summary]))
+
+    replaced = asyncio.run(while_locked_elsewhere(session, snapshot_then_replace))
+    assert replaced.count(True) == 1  # the others' snapshots were stale by then: declined
+    assert session.get_items_sync() == [*TURNS[:4], summary]
+
+
+def test_usage_and_paused_runs_wait_on_the_loop(sessions_dir: Path) -> None:
+    agents = pytest.importorskip("agents")
+    helpers = pytest.importorskip("history_helpers")
+    session = JSONLSession("refund", sessions_dir, lock_timeout=60)
+    result = agents.Runner.run_sync(
+        helpers.refund_agent(list(helpers.PAUSE_STEPS)), "Refund order A1", session=session
+    )
+    assert result.interruptions
+
+    records = asyncio.run(while_locked_elsewhere(session, lambda: session.record_usage(result)))
+    assert [record["paused"] for record in records] == [True] * CALLS
+    assert len(session.usage_records()) == CALLS
+
+    answers = asyncio.run(while_locked_elsewhere(session, session.get_turn_usage))
+    assert answers == [session.get_turn_usage_sync()] * CALLS
+    assert [entry["user_turn_number"] for entry in answers[0]] == [1]
+    assert answers[0][0]["total_tokens"] > 0
+
+    asyncio.run(while_locked_elsewhere(session, lambda: session.save_run_state(result.to_state())))
+    assert session.paused_run() is not None
+    assert asyncio.run(while_locked_elsewhere(session, session.clear_run_state)).count(True) == 1
+    assert session.paused_run() is None
