@@ -38,6 +38,7 @@ CALL_PAIRS = {
     "custom_tool_call": "custom_tool_call_output",
 }
 _ANSWERS = frozenset(CALL_PAIRS.values())
+_ANSWER_TO_CALL = {answer: call for call, answer in CALL_PAIRS.items()}
 
 
 # A text merge of two histories leaves these lines behind (see docs/workflows.md).
@@ -82,9 +83,11 @@ def check_file(
         with handle.locked(write=fix, create=False, timeout=lock_timeout) as fd:
             if fd == MISSING:
                 return [Problem(path, None, "no such file")]
-            scan = storage.scan_lines(storage.read_range(fd, 0, handle.size))
-            problems = _line_problems(path, scan.lines, _awaiting_approval(path))
-            torn = _torn_tail(path, scan)
+            lines = _LineChecker(path, _awaiting_approval(path))
+            for scan in storage.scan_file(fd, handle.size):  # a piece at a time: memory stays flat
+                lines.take(scan)
+            problems = lines.problems()
+            torn = lines.torn_tail()
             if torn is not None and fix:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
@@ -172,38 +175,72 @@ def _lineage_problems(path: Path, lock_timeout: float) -> list[Problem]:
     return [] if reason is None else [Problem(path, None, reason)]
 
 
-def _line_problems(
-    path: Path, lines: list[storage.Line], awaiting: frozenset[Any] = frozenset()
-) -> list[Problem]:
-    problems = []
-    calls: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
-    answers: dict[tuple[str, Any], tuple[int, dict[str, Any]]] = {}
-    answer_types = {answer: call for call, answer in CALL_PAIRS.items()}
-    for number, line in ((line.number, line.data) for line in lines):  # storage's one line scanner
+class _LineChecker:
+    """Each line's problems, and tool calls and outputs without their pair, fed one scan at a time.
+
+    Only a line number and a name are kept per call and output, so a session of any size is
+    checked in the memory of one piece.
+    """
+
+    def __init__(self, path: Path, awaiting: frozenset[Any] = frozenset()) -> None:
+        self.path = path
+        self.awaiting = awaiting
+        self.found: list[Problem] = []
+        self.calls: dict[tuple[str, Any], tuple[int, Any]] = {}  # (type, call_id) -> (line, name)
+        self.answers: dict[tuple[str, Any], int] = {}  # (type of the call answered, call_id) -> line
+        self.next_number = 1
+        self.pending = b""
+
+    def take(self, scan: storage.Scan) -> None:
+        for line in scan.lines:  # storage's one line scanner
+            self._take_line(line.number, line.data)
+        self.next_number += scan.newlines
+        self.pending = scan.pending
+
+    def _take_line(self, number: int, line: bytes) -> None:
         reason = storage.describe_bad_line(line)
         if reason is not None:
             if line.rstrip(b"\r").startswith(_CONFLICT_MARKERS):
                 reason = f"git merge conflict marker {line[:7].decode()!r}: resolve the merge, then edit"
-            problems.append(Problem(path, number, reason))
-            continue
+            self.found.append(Problem(self.path, number, reason))
+            return
         item = codec.decode_line(line)
         reason = _shape_problem(line, item)
         if reason is not None:
-            problems.append(Problem(path, number, reason))
-            continue
+            self.found.append(Problem(self.path, number, reason))
+            return
         kind = item.get("type")
         if kind in CALL_PAIRS:
-            calls.setdefault((kind, item.get("call_id")), (number, item))
-        elif kind in answer_types:
-            answers.setdefault((answer_types[kind], item.get("call_id")), (number, item))
-    for key, (number, item) in calls.items():
-        if key not in answers and key[1] not in awaiting:  # a paused run's call waits for a person
-            name = f" ({item['name']})" if isinstance(item.get("name"), str) else ""
-            problems.append(Problem(path, number, f"{key[0]} {key[1]!r}{name} has no {CALL_PAIRS[key[0]]}"))
-    for key, (number, item) in answers.items():
-        if key not in calls:
-            problems.append(Problem(path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}"))
-    return problems
+            self.calls.setdefault((kind, item.get("call_id")), (number, item.get("name")))
+        elif kind in _ANSWER_TO_CALL:
+            self.answers.setdefault((_ANSWER_TO_CALL[kind], item.get("call_id")), number)
+
+    def problems(self) -> list[Problem]:
+        """The lines' problems, then every call without an output and every output without a call."""
+        found = list(self.found)
+        for key, (number, name) in self.calls.items():
+            if (
+                key not in self.answers and key[1] not in self.awaiting
+            ):  # a paused run's call waits for a person
+                named = f" ({name})" if isinstance(name, str) else ""
+                found.append(
+                    Problem(self.path, number, f"{key[0]} {key[1]!r}{named} has no {CALL_PAIRS[key[0]]}")
+                )
+        for key, number in self.answers.items():
+            if key not in self.calls:
+                found.append(
+                    Problem(self.path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}")
+                )
+        return found
+
+    def torn_tail(self) -> Problem | None:
+        """The bytes after the last newline, when they are not an item (after the last scan)."""
+        tail = self.pending
+        if codec.is_blank(tail):
+            return None
+        return Problem(
+            self.path, self.next_number, f"torn tail: {len(tail)} bytes after the last newline", fixable=True
+        )
 
 
 def _shape_problem(line: bytes, item: dict[str, Any]) -> str | None:
@@ -234,12 +271,3 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, dict):
         return "JSON object"
     return "JSON array" if isinstance(value, list) else type(value).__name__
-
-
-def _torn_tail(path: Path, scan: storage.Scan) -> Problem | None:
-    tail = scan.pending
-    if codec.is_blank(tail):
-        return None
-    return Problem(
-        path, scan.newlines + 1, f"torn tail: {len(tail)} bytes after the last newline", fixable=True
-    )

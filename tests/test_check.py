@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 from cli_helpers import run, write_lines
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, codec, storage
 from jsonl_session.check import check_file
 
 CALL = '{"type":"function_call","name":"lookup","arguments":"{}","call_id":"call_1"}'
@@ -112,3 +116,55 @@ def test_merge_conflict_markers_are_named_with_their_lines(tmp_path: Path) -> No
         (4, "git merge conflict marker '======='"),
         (6, "git merge conflict marker '>>>>>>>'"),
     ]
+
+
+PIECE_LINES = [
+    USER.encode(),
+    CALL.encode(),
+    OUTPUT.encode(),
+    ORPHAN_OUTPUT.encode(),
+    b'{"type":"function_call","name":"other","arguments":"{}","call_id":"call_2"}',
+    b'{"role": "user", oops}',
+    b"[1, 2]",
+    b"<<<<<<< HEAD",
+    b"   ",
+    b"",
+    b'{"n": 123456789012345678901234567890}',
+    b'{"content": "' + b"x" * 300 + b'"}',
+    USER.encode() + b"\r",
+]
+PIECE_TAILS = [b"", USER.encode(), b'{"role": "us', b"  "]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from(PIECE_LINES), max_size=20),
+    tail=st.sampled_from(PIECE_TAILS),
+    bom=st.booleans(),
+    piece=st.sampled_from([1, 2, 7, 64]),
+)
+def test_checking_in_pieces_finds_what_checking_the_whole_file_finds(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], tail: bytes, bom: bool, piece: int
+) -> None:
+    """``check`` reads a piece at a time (memory stays flat): tiny pieces cut every line, BOM and CRLF."""
+    data = (codec.BOM if bom else b"") + b"".join(line + b"\n" for line in lines) + tail
+    path = tmp_path_factory.mktemp("pieces") / "s.jsonl"
+    path.write_bytes(data)
+    whole = [str(problem) for problem in check_file(path)]  # 1 MB pieces: one scan of everything
+    original = storage._SPLIT_PIECE
+    storage._SPLIT_PIECE = piece
+    try:
+        assert [str(problem) for problem in check_file(path)] == whole
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            scans = list(storage.scan_file(fd, len(data)))
+        finally:
+            os.close(fd)
+    finally:
+        storage._SPLIT_PIECE = original
+    reference = storage.scan_lines(data)
+    found = [(line.number, line.start, line.end, line.data) for scan in scans for line in scan.lines]
+    assert found == [(line.number, line.start, line.end, line.data) for line in reference.lines]
+    assert sum(scan.newlines for scan in scans) == reference.newlines
+    assert (scans[-1].pending, scans[-1].consumed) == (reference.pending, reference.consumed)
+    assert path.read_bytes() == data  # checking never changes the file

@@ -65,6 +65,8 @@ def big_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "main(['ls', '--dir', folder])",
         "main(['ls', '--json', '--dir', folder])",
         "assert JSONLSession('big', folder).count_items_sync() > 0",
+        "assert main(['check', '--dir', folder]) == 0",
+        "assert main(['check', 'big', '--json', '--dir', folder]) == 0",
         "JSONLSession('big', folder).clear_session_sync()",  # last: it empties the file
     ],
 )
