@@ -36,6 +36,7 @@ OPERATIONS = {
     "show ID -n 1": "main(['show', 'big', '-n', '1', '--dir', folder])",
     "show ID -n 1 --html": "main(['show', 'big', '-n', '1', '--html', '--dir', folder])",
     "ls": "main(['ls', '--dir', folder])",
+    "check ID": "main(['check', 'big', '--dir', folder])",
     "clear_session() (durable)": "JSONLSession('big', folder).clear_session_sync()",
 }
 
