@@ -1,10 +1,12 @@
 """Turns, lineage, usage and paused runs on a ``JSONLSession`` (mixed into the class).
 
 Kept apart from ``session`` so that the SDK protocol stays short to read; every method here
-goes through the same lock as the items (``self._locked``), and the files it touches are the
-sidecars described in ``sidecars``. Async methods wait for the lock on the loop and run the
-locked work in a worker thread (``_locked_in_thread``): a wait for another process never
-holds a thread, and a started write finishes, and unlocks, even if the caller is cancelled.
+goes through the same lock as the items (``self._locked``, or ``self._locked_in_thread`` for
+the async ones), and the files it touches are the sidecars described in ``sidecars``. Async
+methods wait for the session's lock on the loop and run the locked work in a worker thread:
+waiting for another process's session lock never holds a thread, and a started write
+finishes, and unlocks, even if the caller is cancelled. (The ``.usage`` log has a lock of its
+own, which our code holds only for one read or one append, so waits for it stay short.)
 """
 
 from __future__ import annotations

@@ -353,6 +353,11 @@ class JSONLSession(SessionFeatures):
         """
         lock = AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first=False)
         async with lock as fd:
+            if fd == MISSING:  # no file, so nothing is locked: the worker has nothing to unlock
+                from . import workers  # here, not at import time: the CLI never needs threads
+
+                result: T = await workers.run(function, fd, *args)
+                return result
             return await lock.finish_in_thread(function, fd, *args)
 
     # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).

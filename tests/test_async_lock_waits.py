@@ -119,3 +119,53 @@ def test_usage_and_paused_runs_wait_on_the_loop(sessions_dir: Path) -> None:
     assert session.paused_run() is not None
     assert asyncio.run(while_locked_elsewhere(session, session.clear_run_state)).count(True) == 1
     assert session.paused_run() is None
+
+
+class PausedState:
+    """Enough of a ``RunState`` for ``save_run_state``: it only serialises it."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {}
+
+    def get_interruptions(self) -> list[Any]:
+        return []
+
+
+class FinishedResult:
+    interruptions = ()
+
+
+def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return ("returned", call())
+    except Exception as exc:  # noqa: BLE001  (compared, not swallowed: each twin must raise the same)
+        return ("raised", f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("rewind", (1,)),
+        ("get_turn_usage", ()),
+        ("clear_run_state", ()),
+        ("record_usage", (FinishedResult(),)),
+        ("save_run_state", (PausedState(),)),
+    ],
+)
+def test_on_a_missing_session_each_async_twin_answers_as_its_sync_twin(
+    sessions_dir: Path, name: str, args: tuple[Any, ...]
+) -> None:
+    session = JSONLSession("missing", sessions_dir)
+    blocking = outcome(lambda: getattr(session, f"{name}_sync")(*args))
+    assert outcome(lambda: asyncio.run(getattr(session, name)(*args))) == blocking
+    assert not session.path.exists()
+
+
+def test_a_deleted_session_leaves_a_paused_run_that_async_code_can_clear(sessions_dir: Path) -> None:
+    session = JSONLSession("gone", sessions_dir)
+    session.add_items_sync(TURNS[:1])
+    run = session.path.with_name(session.path.name + ".run")
+    run.write_text('{"state": {}}\n')
+    session.path.unlink()  # by hand: the object still holds a descriptor of the dead file
+    assert asyncio.run(session.clear_run_state()) is True
+    assert not run.exists()

@@ -133,7 +133,7 @@ def test_a_replacement_cancelled_while_waiting_for_the_lock_changes_nothing(sess
     assert another_process_can_lock(session.path)
 
 
-def test_a_cancelled_replacement_is_all_or_nothing_and_never_holds_the_lock(sessions_dir: Path) -> None:
+def test_a_cancelled_replacement_is_all_or_nothing_and_unlocks_when_done(sessions_dir: Path) -> None:
     """Cancelled after 0 to 40 loop turns: before the rename started (nothing changed) or after
     (it completes in its thread, and unlocks); both happen, nothing in between ever does."""
 
