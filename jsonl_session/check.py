@@ -219,9 +219,8 @@ class _LineChecker:
         """The lines' problems, then every call without an output and every output without a call."""
         found = list(self.found)
         for key, (number, name) in self.calls.items():
-            if (
-                key not in self.answers and key[1] not in self.awaiting
-            ):  # a paused run's call waits for a person
+            # A paused run's call waits for a person, not for an output.
+            if key not in self.answers and key[1] not in self.awaiting:
                 named = f" ({name})" if isinstance(name, str) else ""
                 found.append(
                     Problem(self.path, number, f"{key[0]} {key[1]!r}{named} has no {CALL_PAIRS[key[0]]}")

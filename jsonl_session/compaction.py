@@ -15,8 +15,8 @@ offer the two hooks the SDK probes for (openai-agents >= 0.2x; older releases ne
 
 Both wait for the lock on the loop, then run the file work in a worker thread (a rewrite is
 proportional to the file), which unlocks: a cancelled caller either changed nothing (it was
-still waiting; a session that had no file may have an empty one) or its rename completes. Subclasses of
-``JSONLSession`` get neither hook (they may transform items, e.g. the read-only session of the
+still waiting; a session that had no file may now have an empty one) or its rename completes.
+Subclasses of ``JSONLSession`` get neither hook (they may transform items, e.g. the read-only session of the
 pytest plugin); like the SDK's own stores, they must opt in by overriding.
 
 Hooks we leave alone, on purpose: ``_read_compaction_items`` (for wrappers that present a
