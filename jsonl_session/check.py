@@ -37,8 +37,8 @@ CALL_PAIRS = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
 }
-_ANSWERS = frozenset(CALL_PAIRS.values())
 _ANSWER_TO_CALL = {answer: call for call, answer in CALL_PAIRS.items()}
+_ANSWERS = frozenset(_ANSWER_TO_CALL)
 
 
 # A text merge of two histories leaves these lines behind (see docs/workflows.md).

@@ -35,7 +35,6 @@ from .transcript import label, text_of
 HANDOFF_PREFIX = "transfer_to_"
 """The Agents SDK names a handoff's tool ``transfer_to_<agent>`` (``Handoff.default_tool_name``)."""
 _HANDOFF_BYTES = HANDOFF_PREFIX.encode()
-_PIECE = 1024 * 1024  # bytes read at a time by newest_views
 
 TONES = ("user", "assistant", "system", "tool", "output", "reasoning", "handoff", "other", "invalid")
 """The fixed set of looks a renderer knows; ``kind`` is free text from the session, ``tone`` is not."""
@@ -193,22 +192,8 @@ def newest_views(
                 raise FileNotFoundError(2, "No such file or directory", str(path))
             size = os.fstat(fd).st_size
             window = _Window(count)
-            pieces: list[bytes] = []  # the line still unfinished at the end of the last piece
-            position = start = 0  # start: where ``pieces`` begins in the file
-            while position < size:
-                chunk = os.pread(fd, min(_PIECE, size - position), position)
-                if not chunk:
-                    break
-                position += len(chunk)
-                cut = chunk.rfind(b"\n") + 1
-                if not cut:  # a line longer than a piece
-                    pieces.append(chunk)
-                    continue
-                data = b"".join([*pieces, chunk[:cut]])
-                window.take(storage.scan_lines(data, offset=start, first_number=window.next_number))
-                start += len(data)
-                pieces = [chunk[cut:]]
-            window.take(storage.scan_lines(b"".join(pieces), offset=start, first_number=window.next_number))
+            for scan in storage.scan_file(fd, size):  # about 1 MB at a time
+                window.take(scan)
     finally:
         handle.close()
     return window.views(), window.total, size

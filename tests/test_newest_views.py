@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import view
+from jsonl_session import storage, view
 from jsonl_session.documents import read_views
 from jsonl_session.view import newest_views, views_of_lines
 
@@ -60,12 +60,12 @@ def test_the_newest_views_read_in_pieces_are_those_of_the_whole_file(
     data = (b"\xef\xbb\xbf" if bom else b"") + b"".join(line + b"\n" for line in lines) + tail
     path = tmp_path_factory.mktemp("views") / "s.jsonl"
     path.write_bytes(data)
-    original = view._PIECE
-    view._PIECE = piece
+    original = storage._SPLIT_PIECE
+    storage._SPLIT_PIECE = piece
     try:
         views, total, size = newest_views(path, newest, lock_timeout=1)
     finally:
-        view._PIECE = original
+        storage._SPLIT_PIECE = original
     assert (views, total) == whole_file_reference(data, newest)
     assert size == len(data)
 
