@@ -140,6 +140,13 @@ class SessionFeatures:
 
     def usage_records(self) -> list[dict[str, Any]]:
         """Every line of the usage log, oldest first."""
+        with self._locked(write=False, create=False) as fd:
+            return self._usage_records_locked(fd)
+
+    def _usage_records_locked(self, fd: int) -> list[dict[str, Any]]:
+        # Under the session's lock, which every writer of the log holds exclusively, so the
+        # log's own lock is free by the time we get here: nobody waits for it in a thread.
+        # ``fd`` is unused: a deleted session's leftover log still reads.
         return sidecars.read_lines(sidecars.sidecar(self.path, sidecars.USAGE), timeout=self.lock_timeout)
 
     def get_session_usage_sync(self) -> dict[str, int] | None:
@@ -153,7 +160,8 @@ class SessionFeatures:
 
     async def get_session_usage(self) -> dict[str, int] | None:
         """The asynchronous equivalent of :meth:`get_session_usage_sync`."""
-        return await asyncio.to_thread(self.get_session_usage_sync)
+        records = await self._locked_in_thread(self._usage_records_locked, write=False)
+        return session_usage(records)
 
     def get_turn_usage_sync(
         self, user_turn_number: int | None = None
@@ -178,7 +186,7 @@ class SessionFeatures:
         self, fd: int, user_turn_number: int | None
     ) -> list[dict[str, Any]] | dict[str, Any]:
         items = [] if fd == MISSING else storage.read_items(fd, self.path, size=self._handle.size)
-        answer = turn_usage(self.usage_records(), items, split_turns(items))
+        answer = turn_usage(self._usage_records_locked(fd), items, split_turns(items))
         if user_turn_number is None:
             return answer
         return next((entry for entry in answer if entry["user_turn_number"] == user_turn_number), {})

@@ -18,9 +18,9 @@ Two ways of writing, both with rules the session file already follows:
 * the log (``.usage``) is appended by ``storage.append`` under a ``FileHandle`` lock on the
   log itself, with the torn-tail rule of sessions (fragments go to ``.usage.torn``).
 
-Every change to a sidecar happens while the *session's* lock is held (shared for a usage
-append, exclusive for the rest), so ``rm``, ``fork`` and ``rewind``, which take it
-exclusively, never interleave with one. Bytes are stable: keys sorted, one trailing newline.
+Every change to a sidecar happens while the *session's* lock is held exclusively, so ``rm``,
+``fork`` and ``rewind`` never interleave with one; the usage log is read under it, shared, so
+its own lock is always free when taken. Bytes are stable: keys sorted, one trailing newline.
 """
 
 from __future__ import annotations

@@ -34,13 +34,18 @@ TURNS = [
 ]
 
 
-async def while_locked_elsewhere(session: JSONLSession, call: Callable[[], Awaitable[Any]]) -> list[Any]:
-    """Start ``CALLS`` calls while another open file holds the lock; the executor must stay free."""
+async def while_locked_elsewhere(
+    session: JSONLSession, call: Callable[[], Awaitable[Any]], *, also: tuple[Path, ...] = ()
+) -> list[Any]:
+    """Start ``CALLS`` calls while other open files hold the lock (and those of ``also``, taken
+    after it and released before it, as a writer elsewhere does); the executor must stay free."""
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(max_workers=WORKERS))
-    other = os.open(session.path, os.O_RDONLY)
-    fcntl.flock(other, fcntl.LOCK_EX)
+    held = []
     try:
+        for path in (session.path, *also):
+            held.append(os.open(path, os.O_RDONLY))
+            fcntl.flock(held[-1], fcntl.LOCK_EX)
         tasks = [asyncio.ensure_future(call()) for _ in range(CALLS)]
         for _ in range(10):  # every call has started and tried the lock once
             await asyncio.sleep(0)
@@ -48,8 +53,9 @@ async def while_locked_elsewhere(session: JSONLSession, call: Callable[[], Await
         assert free == "free"
         assert not any(task.done() for task in tasks)  # all still waiting for the lock
     finally:
-        fcntl.flock(other, fcntl.LOCK_UN)
-        os.close(other)
+        for other in reversed(held):
+            fcntl.flock(other, fcntl.LOCK_UN)
+            os.close(other)
     return await asyncio.gather(*tasks)
 
 
@@ -147,6 +153,7 @@ def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
     [
         ("rewind", (1,)),
         ("get_turn_usage", ()),
+        ("get_session_usage", ()),
         ("clear_run_state", ()),
         ("record_usage", (FinishedResult(),)),
         ("save_run_state", (PausedState(),)),
@@ -169,3 +176,13 @@ def test_a_deleted_session_leaves_a_paused_run_that_async_code_can_clear(session
     session.path.unlink()  # by hand: the object still holds a descriptor of the dead file
     assert asyncio.run(session.clear_run_state()) is True
     assert not run.exists()
+
+
+def test_session_usage_waits_on_the_loop_while_another_process_records_usage(sessions_dir: Path) -> None:
+    """A ``record_usage`` elsewhere holds the session's lock and the ``.usage`` log's: wait in no thread."""
+    session = fresh(sessions_dir)
+    usage = session.path.with_name(session.path.name + ".usage")
+    usage.write_text('{"requests": 1, "input_tokens": 3, "output_tokens": 4, "total_tokens": 7}\n')
+    totals = asyncio.run(while_locked_elsewhere(session, session.get_session_usage, also=(usage,)))
+    assert totals == [session.get_session_usage_sync()] * CALLS
+    assert totals[0] is not None and totals[0]["total_tokens"] == 7
