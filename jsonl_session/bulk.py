@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from . import workers
 from .codec import encode_items
 from .directory import SessionDirectory
 from .session import JSONLSession
@@ -63,7 +64,7 @@ async def export_all(
         async def one(session_id: str) -> Outcome:
             local = directory.open(session_id)
             try:
-                items = await asyncio.to_thread(local.get_items_sync)
+                items = await local.get_items()  # waits for a lock held elsewhere on the loop
             finally:
                 local.close()
             return await _export_one(backend, session_id, items)
@@ -112,7 +113,7 @@ async def import_all(
                 backend.done(remote)
             local = directory.open(session_id)
             try:
-                return await asyncio.to_thread(_import_one, local, items)
+                return await _import_one(local, items)
             finally:
                 local.close()
 
@@ -149,13 +150,21 @@ async def _each(
         raise
 
 
-def _import_one(local: JSONLSession, items: list[Any]) -> Outcome:
-    """Under the file's lock: write all items in one rename if the session is empty, else compare."""
+async def _import_one(local: JSONLSession, items: list[Any]) -> Outcome:
+    """Write all items in one rename if the session is empty, else compare.
+
+    Encoding, and the read, compare and rename under the lock, run in worker threads; the
+    lock is waited for on the loop. Items that cannot be written create no file.
+    """
     try:
-        payload = encode_items(items)
+        payload = await workers.run(encode_items, items)
     except ValueError as exc:
         return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
-    with local.rewrite() as draft:
+    return await local._locked_in_thread(_import_locked, local, items, payload, write=True, create=True)
+
+
+def _import_locked(fd: int, local: JSONLSession, items: list[Any], payload: bytes) -> Outcome:
+    with local._rewriting(fd) as draft:
         if draft.items:
             return _compare(
                 local.session_id,

@@ -35,9 +35,13 @@ TURNS = [
 
 
 async def while_locked_elsewhere(
-    session: JSONLSession, call: Callable[[], Awaitable[Any]], *, also: tuple[Path, ...] = ()
+    session: JSONLSession,
+    call: Callable[[], Awaitable[Any]],
+    *,
+    also: tuple[Path, ...] = (),
+    calls: int = CALLS,
 ) -> list[Any]:
-    """Start ``CALLS`` calls while other open files hold the lock (and those of ``also``, taken
+    """Start ``calls`` calls while other open files hold the lock (and those of ``also``, taken
     after it and released before it, as a writer elsewhere does); the executor must stay free."""
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(max_workers=WORKERS))
@@ -46,7 +50,7 @@ async def while_locked_elsewhere(
         for path in (session.path, *also):
             held.append(os.open(path, os.O_RDONLY))
             fcntl.flock(held[-1], fcntl.LOCK_EX)
-        tasks = [asyncio.ensure_future(call()) for _ in range(CALLS)]
+        tasks = [asyncio.ensure_future(call()) for _ in range(calls)]
         for _ in range(10):  # every call has started and tried the lock once
             await asyncio.sleep(0)
         free = await asyncio.wait_for(asyncio.to_thread(str, "free"), timeout=20)
@@ -186,3 +190,41 @@ def test_session_usage_waits_on_the_loop_while_another_process_records_usage(ses
     totals = asyncio.run(while_locked_elsewhere(session, session.get_session_usage, also=(usage,)))
     assert totals == [session.get_session_usage_sync()] * CALLS
     assert totals[0] is not None and totals[0]["total_tokens"] == 7
+
+
+def test_whole_folder_export_and_import_wait_on_the_loop(sessions_dir: Path, tmp_path: Path) -> None:
+    """``export_all`` reads, and ``import_all`` rewrites, sessions that another process has locked."""
+    pytest.importorskip("agents", reason="the SDK backends need the SDK")
+    from jsonl_session.bulk import export_all, import_all
+    from jsonl_session.directory import SessionDirectory
+
+    sessions = [fresh(sessions_dir / "here")] + [
+        JSONLSession(f"more{n}", sessions_dir / "here", lock_timeout=60) for n in range(CALLS - 1)
+    ]
+    for session in sessions[1:]:
+        session.add_items_sync(TURNS[:2])
+    url = f"sqlite:///{tmp_path / 'all.db'}"
+    others = tuple(session.path for session in sessions[1:])
+
+    exported = asyncio.run(
+        while_locked_elsewhere(
+            sessions[0],
+            lambda: export_all(SessionDirectory(sessions_dir / "here", lock_timeout=60), url),
+            also=others,
+            calls=1,
+        )
+    )
+    assert sorted(outcome.status for outcome in exported[0]) == ["copied"] * CALLS
+
+    there = SessionDirectory(sessions_dir / "there", lock_timeout=60)
+    copies = [there.open(session.session_id) for session in sessions]
+    (sessions_dir / "there").mkdir()
+    for copy in copies:
+        copy.path.touch()  # an empty session, for another process to lock
+    imported = asyncio.run(
+        while_locked_elsewhere(
+            copies[0], lambda: import_all(url, there), also=tuple(c.path for c in copies[1:]), calls=1
+        )
+    )
+    assert sorted(outcome.status for outcome in imported[0]) == ["copied"] * CALLS
+    assert [copy.get_items_sync() for copy in copies] == [session.get_items_sync() for session in sessions]
