@@ -55,7 +55,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Generator, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
 
 from .errors import LockReentryError, LockTimeout
@@ -533,28 +533,29 @@ class AsyncLocked:
             self._handle._release(self._token)
 
 
-class _Done:
-    """An awaitable that is already finished."""
+# Two awaitables that run no Python code: ``await`` iterates a tuple, in C. Every async call
+# of a session awaits one of them, and on the hot path each Python frame saved is ~1 µs.
+
+
+class _Done(tuple):  # type: ignore[type-arg]
+    """An awaitable that is already finished: iterating ``()`` ends at once."""
 
     __slots__ = ()
-
-    def __await__(self) -> Generator[None, None, None]:
-        yield from ()
+    __await__ = tuple.__iter__
 
 
-_DONE = _Done()
+_DONE: Awaitable[None] = _Done()  # type: ignore[assignment]  # awaitable, as mypy cannot see
 
 
-class _YieldOnce:
-    """An awaitable that lets the other tasks run once, like ``asyncio.sleep(0)``."""
+class _YieldOnce(tuple):  # type: ignore[type-arg]
+    """Lets the other tasks run once, like ``asyncio.sleep(0)``: iterating ``(None,)`` yields
+    one bare ``None``, which makes the running task reschedule itself."""
 
     __slots__ = ()
-
-    def __await__(self) -> Generator[None, None, None]:
-        yield  # a bare yield makes the running task reschedule itself
+    __await__ = tuple.__iter__
 
 
-_YIELD_ONCE = _YieldOnce()
+_YIELD_ONCE: Awaitable[None] = _YieldOnce((None,))  # type: ignore[assignment]
 
 
 def _lock_shared(fd: int) -> bool:
