@@ -109,11 +109,6 @@ def append(fd: int, path: Path, payload: bytes, *, durable: bool, size: int | No
     write_at_end(fd, payload, size, durable=durable)
 
 
-def ends_cleanly(fd: int, size: int) -> bool:
-    """True when an append can go straight to the end: the file is empty or ends with a newline."""
-    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
-
-
 def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) -> None:
     """Write ``payload`` to the end of the file, or leave the file at ``size_before`` and raise."""
     try:
