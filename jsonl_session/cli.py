@@ -375,17 +375,20 @@ def cmd_stats(args: argparse.Namespace) -> int:
     tools: Counter[str] = Counter()
     items = characters = 0
     skipped = 0
-    read_ids: list[str] = []
+    per_session: dict[str, dict[str, int]] = {}  # token totals of the sessions with a usage log
     for session_id in ids:
         try:
-            session_items = _open(args, session_id).get_items_sync()
+            session = _open(args, session_id)
+            session_items = session.get_items_sync()
+            totals = session.get_session_usage_sync()
         except (OSError, JSONLSessionError) as exc:
             if args.id:
                 raise
-            skipped += 1  # an unreadable or conflicted file: named, the rest still counted
+            skipped += 1  # an unreadable or conflicted file or log: named, the rest still counted
             _skip_warning(exc)
             continue
-        read_ids.append(session_id)
+        if totals is not None:
+            per_session[session_id] = totals
         for item in session_items:
             items += 1
             labels[label(item)] += 1
@@ -393,9 +396,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
             if item.get("type") == "function_call":
                 tools[str(item.get("name", "?"))] += 1
     tool_calls = sum(tools.values())
-    from .cli_history import print_usage, usage_stats
+    from .cli_history import print_usage, usage_overall
 
-    per_session, overall = usage_stats(args, read_ids)
+    overall = usage_overall(per_session)
     if args.json:
         _json_line(
             {

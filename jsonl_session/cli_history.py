@@ -106,17 +106,11 @@ def print_tree(infos: list[SessionInfo]) -> None:
     walk(None, "", frozenset())
 
 
-def usage_stats(args: argparse.Namespace, ids: list[str]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
-    """Token totals per session that has a usage log, and over all of them."""
+def usage_overall(per_session: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Token totals over every session that has a usage log."""
     from .usage import COUNTERS
 
-    per_session = {}
-    for session_id in ids:
-        totals = cli._open(args, session_id).get_session_usage_sync()
-        if totals is not None:
-            per_session[session_id] = totals
-    overall = {name: sum(totals[name] for totals in per_session.values()) for name in (*COUNTERS, "runs")}
-    return per_session, overall
+    return {name: sum(totals[name] for totals in per_session.values()) for name in (*COUNTERS, "runs")}
 
 
 def print_usage(per_session: dict[str, dict[str, int]], overall: dict[str, int]) -> None:

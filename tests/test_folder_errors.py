@@ -114,3 +114,17 @@ def test_a_session_whose_lock_is_held_too_long_is_named_and_the_rest_listed(sess
         holder.wait(timeout=30)
         assert holder.stdout is not None
         holder.stdout.close()
+
+
+def test_stats_skips_a_session_whose_usage_log_is_unreadable_and_counts_the_rest(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    for name in ("good", "bad_log"):
+        JSONLSession(name, folder).add_items_sync([{"role": "user", "content": f"hello from {name}"}])
+    (folder / "bad_log.jsonl.usage").write_bytes(b'{"total_tokens": 1}\nnot json\n{"total_tokens": 2}\n')
+    before = (folder / "bad_log.jsonl.usage").read_bytes()
+    result = run(folder, "stats")
+    assert result.code == 1
+    assert result.out.startswith("1 session: 1 item, 15 characters, 0 tool calls\n")
+    assert "bad_log.jsonl.usage:2: not valid JSON" in result.err
+    assert "skipped" in result.err
+    assert (folder / "bad_log.jsonl.usage").read_bytes() == before
