@@ -38,13 +38,14 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def open_file(path: StrPath, *, write: bool, create: bool, durable: bool) -> tuple[int, bool]:
+def open_file(path: StrPath, *, write: bool, create: bool, durable: bool) -> tuple[int, bool, bool]:
     """Open for reading and writing if we may (read-only files still read); create if asked.
 
     Returns:
-        ``(descriptor, writable)``, or ``(MISSING, False)`` when the file does not exist
-        and ``create`` is false.
+        ``(descriptor, writable, created)``, or ``(MISSING, False, False)`` when the file does
+        not exist and ``create`` is false. A file created here had its folder fsynced if ``durable``.
     """
+    created = False
     try:
         try:
             fd, writable = os.open(path, _WRITE_FLAGS), True
@@ -55,11 +56,11 @@ def open_file(path: StrPath, *, write: bool, create: bool, durable: bool) -> tup
             fd, writable = os.open(path, _READ_FLAGS), False
     except FileNotFoundError:
         if not create:
-            return MISSING, False
+            return MISSING, False, False
         fd = _create(path, durable=durable)
         if fd == MISSING:  # someone else created it first: open theirs
             return open_file(path, write=write, create=create, durable=durable)
-        writable = True
+        writable = created = True
     except OSError as exc:
         raise _explain_open_error(path, exc) from None
     try:
@@ -68,7 +69,7 @@ def open_file(path: StrPath, *, write: bool, create: bool, durable: bool) -> tup
     except BaseException:
         os.close(fd)
         raise
-    return fd, writable
+    return fd, writable, created
 
 
 def _create(path: StrPath, *, durable: bool) -> int:

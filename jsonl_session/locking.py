@@ -181,6 +181,8 @@ class FileHandle:
         self._identity = (0, 0)
         self.size = 0
         """The file's size, read under the lock by the last successful lock."""
+        self.folder_unsynced = False
+        """The open file's folder entry may not be durable yet: see :meth:`sync_folder_once`."""
         self._state = threading.RLock()  # guards the fields below; held for microseconds
         self._holder = 0  # token of the Locked/AsyncLocked holding the lock, 0 when free
         self._holder_thread = 0  # to refuse a same-thread deadlock
@@ -231,6 +233,20 @@ class FileHandle:
             ...     items = storage.read_items(fd, handle.path, 20)
         """
         return AsyncLocked(self, write, create, check_lock_timeout(timeout), yield_first)
+
+    def sync_folder_once(self) -> None:
+        """Inside a locked block, before a durable in-place write: make the file's name durable.
+
+        ``fdatasync`` does not persist the folder entry that names a file. A file this handle
+        created had its folder fsynced then; one made by ``git checkout``, an editor or ``cp``
+        may never have, and a crash could lose it whole. So once per opened file, the folder
+        is fsynced too (``tests/test_folder_durability.py``).
+        """
+        if self.folder_unsynced:
+            from pathlib import Path  # here: reading and listing never need pathlib
+
+            fsync_directory(Path(self.path).parent)
+            self.folder_unsynced = False
 
     def replaced(self) -> None:
         """Inside a locked block: the file was replaced or deleted, reopen it next time."""
@@ -374,10 +390,11 @@ class FileHandle:
     def _open(self, *, write: bool, create: bool) -> int:
         """(Re)open the file, writable if ``write``: the cached descriptor is missing or read-only."""
         self._drop()
-        fd, writable = open_file(self.path, write=write, create=create, durable=self.durable)
+        fd, writable, created = open_file(self.path, write=write, create=create, durable=self.durable)
         if fd != MISSING:
             held = os.fstat(fd)
             self._fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
+            self.folder_unsynced = self.durable and not created
         return fd
 
     def _drop(self) -> None:

@@ -168,9 +168,14 @@ class JSONLSession(SessionFeatures):
         lock = AsyncLocked(handle, True, True, self._lock_timeout, not self.durable)
         async with lock as fd:
             size = handle.size
-            if len(payload) > _INLINE_PAYLOAD_BYTES or (size and os.pread(fd, 1, size - 1) != b"\n"):
-                # Big payloads, and a last line without its newline: a hand edit to repair,
-                # or a torn tail to move aside first (which fsyncs a sidecar).
+            if (
+                len(payload) > _INLINE_PAYLOAD_BYTES
+                or (size and os.pread(fd, 1, size - 1) != b"\n")
+                or handle.folder_unsynced
+            ):
+                # Big payloads; a last line without its newline: a hand edit to repair, or a
+                # torn tail to move aside first (which fsyncs a sidecar); and the first durable
+                # write to a file made elsewhere, which fsyncs its folder first.
                 await lock.finish_in_thread(self._append, fd, payload, size)
             else:
                 storage.write_at_end(fd, payload, size, durable=False)
@@ -373,16 +378,25 @@ class JSONLSession(SessionFeatures):
             return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
         return storage.read_items(fd, self.path, limit, size=self._handle.size)
 
+    # The first durable change through each opened file also makes its name durable
+    # (``FileHandle.sync_folder_once``): async callers run these in a worker thread.
+
     def _append(self, fd: int, payload: bytes, size: int) -> None:
+        if self.durable:
+            self._handle.sync_folder_once()
         storage.append(fd, self.path, payload, durable=self.durable, size=size)
 
     def _pop(self, fd: int) -> Any:
         if fd == MISSING:
             return None
+        if self.durable:
+            self._handle.sync_folder_once()
         return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
 
     def _clear(self, fd: int) -> None:
         if fd != MISSING:
+            if self.durable:
+                self._handle.sync_folder_once()
             storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
 
 

@@ -269,6 +269,46 @@ def test_a_failing_fsync_surfaces_and_leaves_the_file_as_it_was(tmp_path: Path, 
     assert not list(tmp_path.glob(".*.tmp")), "a failed replace left its temporary file"
 
 
+def _with_failing_folder_fsync(directory: str, operation: str) -> dict[str, Any]:
+    """The first durable write to a file this process did not create fsyncs its folder: make that fail."""
+    from jsonl_session import locking
+
+    session = JSONLSession("faults", directory)  # a file another process created
+    real = locking.fsync_directory
+
+    def failing_fsync_directory(folder: Path) -> None:
+        raise OSError(errno.EIO, "fsync failed")
+
+    locking.fsync_directory = failing_fsync_directory
+    try:
+        if operation == "add":
+            session.add_items_sync(_BATCH)
+        elif operation == "add-async":
+            asyncio.run(session.add_items(_BATCH))
+        elif operation == "pop":
+            session.pop_item_sync()
+        else:
+            asyncio.run(session.clear_session())
+        first = "returned"
+    except OSError as exc:
+        first = errno.errorcode[exc.errno or 0]
+    finally:
+        locking.fsync_directory = real
+    size = os.path.getsize(session.path)
+    session.add_items_sync([{"n": 3}])  # the folder fsync is tried again, and works
+    return {"first": first, "size": size}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("operation", ["add", "add-async", "pop", "clear"])
+def test_a_failing_folder_fsync_surfaces_before_anything_changes(tmp_path: Path, operation: str) -> None:
+    session, before = _seeded(tmp_path)
+    status, outcome = in_child(_with_failing_folder_fsync, str(tmp_path), operation)
+    assert status == "ok", outcome
+    assert outcome == {"first": "EIO", "size": len(before)}
+    assert session.path.read_bytes() == before + b'{"n":3}\n'
+
+
 # -- lock timeouts --------------------------------------------------------------------------------
 
 

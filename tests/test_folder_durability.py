@@ -1,0 +1,101 @@
+"""A durable write makes the session's *name* durable too, not only its bytes.
+
+``fdatasync`` of a file does not persist the folder entry that names it. A file we create has
+its folder fsynced at once; one made by ``git checkout``, an editor, ``cp`` or an interrupted
+create may never have had it, and a crash could then lose the whole file, the item we just
+reported durable included. So the first durable write through each opened file fsyncs its
+folder, once; later writes do not. Observed with ``strace`` on a real process: no mock.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jsonl_session import JSONLSession
+
+WRITES = """
+import asyncio, sys
+from jsonl_session import JSONLSession
+session = JSONLSession("made_elsewhere", sys.argv[1], durable=sys.argv[2] == "durable")
+item = {"role": "user", "content": "hi"}
+{calls}
+"""
+
+CALLS = {
+    "add_items_sync": "session.add_items_sync([item]); session.add_items_sync([item])",
+    "add_items": "asyncio.run(session.add_items([item])); asyncio.run(session.add_items([item]))",
+    "pop_item_sync": "session.pop_item_sync(); session.pop_item_sync()",
+    "pop_item": "asyncio.run(session.pop_item()); asyncio.run(session.pop_item())",
+    "clear_session": "asyncio.run(session.clear_session()); asyncio.run(session.clear_session())",
+}
+
+
+def folder_fsyncs(folder: Path, calls: str, *, durable: bool = True) -> int:
+    """How many times a process making ``calls`` fsyncs ``folder`` (strace names each descriptor)."""
+    strace = shutil.which("strace")
+    if strace is None:
+        message = "strace is not installed"
+        if os.environ.get("JSONL_SESSION_REQUIRE_STRACE") == "1":
+            pytest.fail(message + " and JSONL_SESSION_REQUIRE_STRACE=1")
+        pytest.skip(message)
+    log = folder.parent / "strace.log"
+    script = WRITES.replace("{calls}", calls)
+    subprocess.run(
+        [
+            strace,
+            "-f",
+            "-qq",
+            "-y",
+            "-e",
+            "trace=fsync,fdatasync",
+            "-o",
+            str(log),
+            sys.executable,
+            "-c",
+            script,
+            str(folder),
+            "durable" if durable else "fast",
+        ],
+        check=True,
+        timeout=60,
+    )
+    pattern = re.compile(r"\bf(?:data)?sync\(\d+<" + re.escape(str(folder.resolve())) + r">\)")
+    return sum(1 for line in log.read_text().splitlines() if pattern.search(line))
+
+
+def made_elsewhere(folder: Path) -> Path:
+    """A session file created as ``git checkout`` or ``cp`` would: no folder fsync by us."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "made_elsewhere.jsonl"
+    path.write_bytes(b'{"role":"user","content":"one"}\n{"role":"user","content":"two"}\n')
+    return path
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_the_first_durable_write_to_a_file_made_elsewhere_fsyncs_its_folder_once(
+    tmp_path: Path, call: str
+) -> None:
+    folder = tmp_path / "sessions"
+    path = made_elsewhere(folder)
+    assert folder_fsyncs(folder, CALLS[call]) == 1
+    assert path.exists()
+
+
+def test_a_file_we_create_has_its_folder_fsynced_once_when_created(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    assert folder_fsyncs(folder, CALLS["add_items_sync"]) == 1
+    assert JSONLSession("made_elsewhere", folder).get_items_sync() == [{"role": "user", "content": "hi"}] * 2
+
+
+def test_durable_false_never_fsyncs_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    made_elsewhere(folder)
+    assert folder_fsyncs(folder, "; ".join(CALLS.values()), durable=False) == 0
