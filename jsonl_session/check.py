@@ -89,6 +89,7 @@ def check_file(
             problems = lines.problems()
             torn = lines.torn_tail()
             if torn is not None and fix:
+                handle.sync_folder_once()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
                     storage.repair_tail(fd, path, durable=True)

@@ -242,7 +242,7 @@ class FileHandle:
         may never have, and a crash could lose it whole. So once per opened file, the folder
         is fsynced too (``tests/test_folder_durability.py``).
         """
-        if self.folder_unsynced:
+        if self.folder_unsynced:  # callers check that their session is durable
             from pathlib import Path  # here: reading and listing never need pathlib
 
             fsync_directory(Path(self.path).parent)
@@ -394,7 +394,7 @@ class FileHandle:
         if fd != MISSING:
             held = os.fstat(fd)
             self._fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
-            self.folder_unsynced = self.durable and not created
+            self.folder_unsynced = not (created and self.durable)  # a durable create fsynced it
         return fd
 
     def _drop(self) -> None:

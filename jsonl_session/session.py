@@ -171,7 +171,7 @@ class JSONLSession(SessionFeatures):
             if (
                 len(payload) > _INLINE_PAYLOAD_BYTES
                 or (size and os.pread(fd, 1, size - 1) != b"\n")
-                or handle.folder_unsynced
+                or (handle.folder_unsynced and self.durable)
             ):
                 # Big payloads; a last line without its newline: a hand edit to repair, or a
                 # torn tail to move aside first (which fsyncs a sidecar); and the first durable
@@ -299,6 +299,8 @@ class JSONLSession(SessionFeatures):
         with self._locked(write=True, create=False) as fd:
             if fd == MISSING:
                 return None
+            if self.durable:
+                self._handle.sync_folder_once()
             return storage.repair_tail(fd, self.path, durable=self.durable)
 
     # -- hooks the SDK's compaction wrapper looks for (see ``compaction``) ------------------

@@ -152,7 +152,6 @@ def append_line(path: Path, record: dict[str, Any], *, durable: bool, timeout: f
     handle = FileHandle(path, durable=durable)
     try:
         with handle.locked(write=True, create=True, timeout=timeout) as fd:
-            handle.sync_folder_once()  # a log made by git checkout or cp: its name too
             storage.append(fd, path, stable_json(record, indent=False), durable=durable, size=handle.size)
     finally:
         handle.close()

@@ -34,6 +34,9 @@ CALLS = {
     "pop_item_sync": "session.pop_item_sync(); session.pop_item_sync()",
     "pop_item": "asyncio.run(session.pop_item()); asyncio.run(session.pop_item())",
     "clear_session": "asyncio.run(session.clear_session()); asyncio.run(session.clear_session())",
+    "rewind_sync": "session.rewind_sync(1); session.rewind_sync(1)",
+    "rewind": "asyncio.run(session.rewind(1)); asyncio.run(session.rewind(1))",
+    "repair_sync": "session.repair_sync(); session.add_items_sync([item])",
 }
 
 
@@ -42,6 +45,11 @@ def folder_fsyncs(folder: Path, calls: str, *, durable: bool = True) -> int:
     strace = shutil.which("strace")
     if strace is None:
         message = "strace is not installed"
+        if os.environ.get("JSONL_SESSION_REQUIRE_STRACE") == "1":
+            pytest.fail(message + " and JSONL_SESSION_REQUIRE_STRACE=1")
+        pytest.skip(message)
+    if subprocess.run([strace, "-qq", "-o", os.devnull, "true"], check=False).returncode != 0:
+        message = "strace cannot trace here (ptrace is not allowed)"
         if os.environ.get("JSONL_SESSION_REQUIRE_STRACE") == "1":
             pytest.fail(message + " and JSONL_SESSION_REQUIRE_STRACE=1")
         pytest.skip(message)
@@ -66,7 +74,8 @@ def folder_fsyncs(folder: Path, calls: str, *, durable: bool = True) -> int:
         check=True,
         timeout=60,
     )
-    pattern = re.compile(r"\bf(?:data)?sync\(\d+<" + re.escape(str(folder.resolve())) + r">\)")
+    # Not ">)": a call another thread interrupts is logged as "fsync(3</path> <unfinished ...>".
+    pattern = re.compile(r"\bf(?:data)?sync\(\d+<" + re.escape(str(folder.resolve())) + r">")
     return sum(1 for line in log.read_text().splitlines() if pattern.search(line))
 
 
@@ -99,3 +108,10 @@ def test_durable_false_never_fsyncs_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "sessions"
     made_elsewhere(folder)
     assert folder_fsyncs(folder, "; ".join(CALLS.values()), durable=False) == 0
+
+
+def test_a_session_made_durable_after_construction_still_fsyncs_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    calls = "session.add_items_sync([item]); session.durable = True; " + CALLS["add_items"]
+    assert folder_fsyncs(folder, calls, durable=False) == 1  # created without it, so synced later

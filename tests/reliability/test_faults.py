@@ -276,7 +276,7 @@ def _with_failing_folder_fsync(directory: str, operation: str) -> dict[str, Any]
     session = JSONLSession("faults", directory)  # a file another process created
     real = locking.fsync_directory
 
-    def failing_fsync_directory(folder: Path) -> None:
+    def failing_fsync_directory(directory: Path) -> None:
         raise OSError(errno.EIO, "fsync failed")
 
     locking.fsync_directory = failing_fsync_directory
