@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -74,6 +75,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def skip_unless_required(message: str, component: str) -> NoReturn:
+    """Skip a test whose real component is missing, or fail it when ``JSONL_SESSION_REQUIRE_<component>=1``
+    (``.ci/run`` sets those: in CI a missing component is a failure, never a silent skip)."""
+    variable = f"JSONL_SESSION_REQUIRE_{component}"
+    if os.environ.get(variable) == "1":
+        pytest.fail(f"{message} and {variable}=1")
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real redis-server on a free loopback port, in a temp dir, no persistence; stopped afterwards.
@@ -83,10 +93,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """
     server = shutil.which("redis-server")
     if server is None:
-        message = "redis-server is not installed (Debian: apt-get install redis-server)"
-        if os.environ.get("JSONL_SESSION_REQUIRE_REDIS") == "1":
-            pytest.fail(message + " and JSONL_SESSION_REQUIRE_REDIS=1")
-        pytest.skip(message)
+        skip_unless_required("redis-server is not installed (Debian: apt-get install redis-server)", "REDIS")
     folder = tmp_path_factory.mktemp("redis")
     for _ in range(5):  # the port may be taken between choosing and binding it: retry
         port = free_port()

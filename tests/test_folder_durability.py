@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import skip_unless_required
 
 from jsonl_session import JSONLSession
 
@@ -44,15 +45,9 @@ def folder_fsyncs(folder: Path, calls: str, *, durable: bool = True) -> int:
     """How many times a process making ``calls`` fsyncs ``folder`` (strace names each descriptor)."""
     strace = shutil.which("strace")
     if strace is None:
-        message = "strace is not installed"
-        if os.environ.get("JSONL_SESSION_REQUIRE_STRACE") == "1":
-            pytest.fail(message + " and JSONL_SESSION_REQUIRE_STRACE=1")
-        pytest.skip(message)
+        skip_unless_required("strace is not installed (Debian: apt-get install strace)", "STRACE")
     if subprocess.run([strace, "-qq", "-o", os.devnull, "true"], check=False).returncode != 0:
-        message = "strace cannot trace here (ptrace is not allowed)"
-        if os.environ.get("JSONL_SESSION_REQUIRE_STRACE") == "1":
-            pytest.fail(message + " and JSONL_SESSION_REQUIRE_STRACE=1")
-        pytest.skip(message)
+        skip_unless_required("strace cannot trace here (ptrace is not allowed)", "STRACE")
     log = folder.parent / "strace.log"
     script = WRITES.replace("{calls}", calls)
     subprocess.run(

@@ -228,33 +228,39 @@ def test_an_io_error_after_a_short_write_is_taken_back(tmp_path: Path) -> None:
     assert session.path.read_bytes() == before + b'{"n":3}\n'
 
 
-def _with_failing_fsync(directory: str, operation: str) -> dict[str, Any]:
-    """No unprivileged way to make fsync fail (dm-error needs root): patch it in this child."""
-    from jsonl_session import storage
+_OPERATIONS: dict[str, Callable[[JSONLSession], object]] = {
+    "add": lambda session: session.add_items_sync(_BATCH),
+    "add-async": lambda session: asyncio.run(session.add_items(_BATCH)),
+    "pop": lambda session: session.pop_item_sync(),
+    "clear": lambda session: session.clear_session_sync(),
+    "clear-async": lambda session: asyncio.run(session.clear_session()),
+    "replace": lambda session: session.replace_items_sync([{"replaced": True}]),
+}
 
-    session = JSONLSession("faults", directory)
-    real = storage._fdatasync
 
-    def failing_fsync(fd: int) -> None:
+def _with_failing(directory: str, target: str, operation: str) -> dict[str, Any]:
+    """No unprivileged way to make fsync fail (dm-error needs root): patch ``target``
+    (``module.function``) in this child to raise EIO, run ``operation``, then write once more."""
+    import importlib
+
+    module_name, name = target.rsplit(".", 1)
+    module = importlib.import_module(module_name)
+    session = JSONLSession("faults", directory)  # a file the parent created, not this process
+    real = getattr(module, name)
+
+    def failing(*args: object) -> None:
         raise OSError(errno.EIO, "fsync failed")
 
-    storage._fdatasync = failing_fsync
+    setattr(module, name, failing)
     try:
-        if operation == "add":
-            session.add_items_sync(_BATCH)
-        elif operation == "pop":
-            session.pop_item_sync()
-        elif operation == "clear":
-            session.clear_session_sync()
-        else:
-            session.replace_items_sync([{"replaced": True}])
+        _OPERATIONS[operation](session)
         first = "returned"
     except OSError as exc:
         first = errno.errorcode[exc.errno or 0]
     finally:
-        storage._fdatasync = real
+        setattr(module, name, real)
     size = os.path.getsize(session.path)
-    session.add_items_sync([{"n": 3}])
+    session.add_items_sync([{"n": 3}])  # works again (a failed folder fsync is tried again)
     return {"first": first, "size": size}
 
 
@@ -262,48 +268,21 @@ def _with_failing_fsync(directory: str, operation: str) -> dict[str, Any]:
 @pytest.mark.parametrize("operation", ["add", "pop", "clear", "replace"])
 def test_a_failing_fsync_surfaces_and_leaves_the_file_as_it_was(tmp_path: Path, operation: str) -> None:
     session, before = _seeded(tmp_path)
-    status, outcome = in_child(_with_failing_fsync, str(tmp_path), operation)
+    status, outcome = in_child(_with_failing, str(tmp_path), "jsonl_session.storage._fdatasync", operation)
     assert status == "ok", outcome
     assert outcome == {"first": "EIO", "size": len(before)}
     assert session.path.read_bytes() == before + b'{"n":3}\n'
     assert not list(tmp_path.glob(".*.tmp")), "a failed replace left its temporary file"
 
 
-def _with_failing_folder_fsync(directory: str, operation: str) -> dict[str, Any]:
-    """The first durable write to a file this process did not create fsyncs its folder: make that fail."""
-    from jsonl_session import locking
-
-    session = JSONLSession("faults", directory)  # a file another process created
-    real = locking.fsync_directory
-
-    def failing_fsync_directory(directory: Path) -> None:
-        raise OSError(errno.EIO, "fsync failed")
-
-    locking.fsync_directory = failing_fsync_directory
-    try:
-        if operation == "add":
-            session.add_items_sync(_BATCH)
-        elif operation == "add-async":
-            asyncio.run(session.add_items(_BATCH))
-        elif operation == "pop":
-            session.pop_item_sync()
-        else:
-            asyncio.run(session.clear_session())
-        first = "returned"
-    except OSError as exc:
-        first = errno.errorcode[exc.errno or 0]
-    finally:
-        locking.fsync_directory = real
-    size = os.path.getsize(session.path)
-    session.add_items_sync([{"n": 3}])  # the folder fsync is tried again, and works
-    return {"first": first, "size": size}
-
-
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("operation", ["add", "add-async", "pop", "clear"])
+@pytest.mark.parametrize("operation", ["add", "add-async", "pop", "clear-async"])
 def test_a_failing_folder_fsync_surfaces_before_anything_changes(tmp_path: Path, operation: str) -> None:
+    """The first durable write to a file this process did not create fsyncs its folder: make that fail."""
     session, before = _seeded(tmp_path)
-    status, outcome = in_child(_with_failing_folder_fsync, str(tmp_path), operation)
+    status, outcome = in_child(
+        _with_failing, str(tmp_path), "jsonl_session.locking.fsync_directory", operation
+    )
     assert status == "ok", outcome
     assert outcome == {"first": "EIO", "size": len(before)}
     assert session.path.read_bytes() == before + b'{"n":3}\n'
