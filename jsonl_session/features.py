@@ -82,8 +82,7 @@ class SessionFeatures:
     def _rewind_locked(self, fd: int, turns: int) -> list[Any]:
         if fd == MISSING:
             return []
-        if self.durable:
-            self._handle.sync_folder_once()
+        self._handle.sync_folder_once()
         removed = rewind(fd, self.path, turns, durable=self.durable)
         if removed:
             runs.clear(self.path, durable=self.durable)

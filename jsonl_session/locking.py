@@ -235,14 +235,14 @@ class FileHandle:
         return AsyncLocked(self, write, create, check_lock_timeout(timeout), yield_first)
 
     def sync_folder_once(self) -> None:
-        """Inside a locked block, before a durable in-place write: make the file's name durable.
+        """Inside a locked block, before an in-place write: make the file's name durable (if ``durable``).
 
         ``fdatasync`` does not persist the folder entry that names a file. A file this handle
         created had its folder fsynced then; one made by ``git checkout``, an editor or ``cp``
         may never have, and a crash could lose it whole. So once per opened file, the folder
         is fsynced too (``tests/test_folder_durability.py``).
         """
-        if self.folder_unsynced:  # callers check that their session is durable
+        if self.folder_unsynced and self.durable:
             from pathlib import Path  # here: reading and listing never need pathlib
 
             fsync_directory(Path(self.path).parent)

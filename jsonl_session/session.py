@@ -89,15 +89,23 @@ class JSONLSession(SessionFeatures):
         self.path = self.directory / filename_for(session_id)
         self._session_settings: Any = None
         self.session_settings = session_settings
-        self.durable = durable
-        self.lock_timeout = lock_timeout
         self._handle = FileHandle(self.path, durable=durable)
+        self.lock_timeout = lock_timeout
         if turn_limit is not None:
             if isinstance(turn_limit, bool) or not isinstance(turn_limit, int) or turn_limit < 0:
                 raise ValueError(f"turn_limit must be a non-negative int or None, not {turn_limit!r}")
             if getattr(self._session_settings, "limit", None) is not None:
                 raise ValueError("give turn_limit or a session_settings limit, not both")
         self.turn_limit = turn_limit
+
+    @property
+    def durable(self) -> bool:
+        """fsync every write; kept by the file handle, which fsyncs on its side too (creation, the folder)."""
+        return self._handle.durable
+
+    @durable.setter
+    def durable(self, value: bool) -> None:
+        self._handle.durable = bool(value)
 
     @property
     def lock_timeout(self) -> float:
@@ -165,13 +173,14 @@ class JSONLSession(SessionFeatures):
         handle = self._handle
         # ``_locked_async`` spelled out: the Runner calls this once per item it saves, and in a
         # busy process each Python call costs about 1 µs (benchmarks/run.py).
-        lock = AsyncLocked(handle, True, True, self._lock_timeout, not self.durable)
+        durable = handle.durable
+        lock = AsyncLocked(handle, True, True, self._lock_timeout, not durable)
         async with lock as fd:
             size = handle.size
             if (
                 len(payload) > _INLINE_PAYLOAD_BYTES
                 or (size and os.pread(fd, 1, size - 1) != b"\n")
-                or (handle.folder_unsynced and self.durable)
+                or (handle.folder_unsynced and durable)
             ):
                 # Big payloads; a last line without its newline: a hand edit to repair, or a
                 # torn tail to move aside first (which fsyncs a sidecar); and the first durable
@@ -179,7 +188,7 @@ class JSONLSession(SessionFeatures):
                 await lock.finish_in_thread(self._append, fd, payload, size)
             else:
                 storage.write_at_end(fd, payload, size, durable=False)
-                if self.durable:
+                if durable:
                     await lock.finish_in_thread(storage.sync_or_undo, fd, size)
 
     async def pop_item(self) -> Any:
@@ -299,8 +308,7 @@ class JSONLSession(SessionFeatures):
         with self._locked(write=True, create=False) as fd:
             if fd == MISSING:
                 return None
-            if self.durable:
-                self._handle.sync_folder_once()
+            self._handle.sync_folder_once()
             return storage.repair_tail(fd, self.path, durable=self.durable)
 
     # -- hooks the SDK's compaction wrapper looks for (see ``compaction``) ------------------
@@ -384,21 +392,18 @@ class JSONLSession(SessionFeatures):
     # (``FileHandle.sync_folder_once``): async callers run these in a worker thread.
 
     def _append(self, fd: int, payload: bytes, size: int) -> None:
-        if self.durable:
-            self._handle.sync_folder_once()
+        self._handle.sync_folder_once()
         storage.append(fd, self.path, payload, durable=self.durable, size=size)
 
     def _pop(self, fd: int) -> Any:
         if fd == MISSING:
             return None
-        if self.durable:
-            self._handle.sync_folder_once()
+        self._handle.sync_folder_once()
         return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
 
     def _clear(self, fd: int) -> None:
         if fd != MISSING:
-            if self.durable:
-                self._handle.sync_folder_once()
+            self._handle.sync_folder_once()
             storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
 
 
