@@ -6,7 +6,7 @@ the async ones), and the files it touches are the sidecars described in ``sideca
 methods wait for the session's lock on the loop and run the locked work in a worker thread:
 waiting for another process's session lock never holds a thread, and a started write
 finishes, and unlocks, even if the caller is cancelled. (The ``.usage`` log has a lock of its
-own, which our code holds only for one read or one append, so waits for it stay short.)
+own, taken only under the session's, so it is always free by then.)
 """
 
 from __future__ import annotations
