@@ -29,7 +29,7 @@ MISSING = -2
 """Returned instead of a descriptor when the file does not exist and ``create`` is false."""
 
 
-def fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: StrPath) -> None:
     """Make a file's creation, rename or removal durable (its directory entry lives here)."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

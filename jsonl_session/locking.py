@@ -243,9 +243,7 @@ class FileHandle:
         is fsynced too (``tests/test_folder_durability.py``).
         """
         if self.folder_unsynced and self.durable:
-            from pathlib import Path  # here: reading and listing never need pathlib
-
-            fsync_directory(Path(self.path).parent)
+            fsync_directory(os.path.dirname(self._path_str) or ".")
             self.folder_unsynced = False
 
     def replaced(self) -> None:
