@@ -28,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.lineage import new_lineage
-from jsonl_session.sidecars import LINEAGE, RUN, USAGE, sidecar, stable_json, write_json
+from jsonl_session.core.sidecar_files import LINEAGE, RUN, USAGE, sidecar, stable_json, write_json
+from jsonl_session.history.lineage import new_lineage
 
 ITEMS = [
     {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n} " + "x" * 200} for n in range(20)

@@ -43,7 +43,7 @@ OPERATIONS = {
 PROBE = """
 import sys
 from jsonl_session import JSONLSession
-from jsonl_session.cli import main
+from jsonl_session.cli.commands import main
 folder = sys.argv[1]
 {operation}
 with open("/proc/self/status") as status:

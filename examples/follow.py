@@ -27,7 +27,7 @@ import threading
 from typing import Any
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.session import DEFAULT_DIRECTORY
+from jsonl_session.session.store import DEFAULT_DIRECTORY
 from jsonl_session.watch import Change, apply
 
 SESSION_ID = "follow-demo"  # ./sessions/follow-demo.jsonl

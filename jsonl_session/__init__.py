@@ -10,9 +10,8 @@ costs almost nothing, so the CLI starts fast, and ``jsonl-session ls`` never loa
 the file watcher or the lock library it does not need.
 """
 
-import importlib as _importlib
-
-from .errors import (
+from .core.deferred_imports import exported_on_first_use
+from .core.errors import (
     BackendUnavailable,
     InvalidBackendURL,
     InvalidSessionId,
@@ -33,28 +32,26 @@ from .errors import (
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editors
-    from typing import Any
-
-    from .directory import SessionDirectory, SessionInfo
-    from .lineage import Lineage
-    from .runs import PausedRun
-    from .session import Draft, JSONLSession
-    from .settings import SessionSettings
-    from .transfer import copy_session
-    from .turns import Turn
+    from .history.lineage import Lineage
+    from .history.paused_runs import PausedRun
+    from .history.turns import Turn
+    from .session.folder import SessionDirectory, SessionInfo
+    from .session.settings import SessionSettings
+    from .session.store import Draft, JSONLSession
+    from .transfer.backends import copy_session
     from .watch import Change, watch_directory, watch_directory_sync
 
 _LAZY = {
     "Change": "watch",
-    "Draft": "session",
-    "JSONLSession": "session",
-    "Lineage": "lineage",
-    "PausedRun": "runs",
-    "SessionDirectory": "directory",
-    "SessionInfo": "directory",
-    "SessionSettings": "settings",
-    "Turn": "turns",
-    "copy_session": "transfer",
+    "Draft": "session.store",
+    "JSONLSession": "session.store",
+    "Lineage": "history.lineage",
+    "PausedRun": "history.paused_runs",
+    "SessionDirectory": "session.folder",
+    "SessionInfo": "session.folder",
+    "SessionSettings": "session.settings",
+    "Turn": "history.turns",
+    "copy_session": "transfer.backends",
     "watch_directory": "watch",
     "watch_directory_sync": "watch",
 }
@@ -94,14 +91,5 @@ __all__ = [
 del TYPE_CHECKING
 
 
-def __getattr__(name: str) -> "Any":
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups are ordinary attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = exported_on_first_use(__name__, _LAZY)
+del exported_on_first_use

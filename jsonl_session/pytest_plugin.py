@@ -8,7 +8,7 @@ Installed with the package, so these fixtures are available in every test withou
   lets the test write to the copy, ``mode="readonly"`` makes every write raise
   :class:`ReadOnlySessionError`. After the test the committed file is checked to be
   byte-identical.
-* ``agent_recording``: record and replay agent runs (see :mod:`jsonl_session.replay`). By
+* ``agent_recording``: record and replay agent runs (see :mod:`jsonl_session.tools.replay`). By
   default it replays ``<test folder>/recordings/<test module>/<test name>.jsonl`` offline;
   with ``--record-agents`` or ``JSONL_SESSION_RECORD=1`` it calls the real model and writes
   that file (only when the test passes).
@@ -33,11 +33,11 @@ from typing import Any, Literal
 
 import pytest
 
-from .directory import SessionDirectory
-from .errors import ReadOnlySessionError, SessionNotFoundError
-from .naming import filename_for, id_for
-from .replay import Recording, ReplayMismatch
-from .session import JSONLSession
+from .core.errors import ReadOnlySessionError, SessionNotFoundError
+from .core.names import filename_for, id_for
+from .session.folder import SessionDirectory
+from .session.store import JSONLSession
+from .tools.replay import Recording, ReplayMismatch
 
 RECORD_ENV = "JSONL_SESSION_RECORD"
 _reports = pytest.StashKey[dict[str, pytest.TestReport]]()
@@ -50,7 +50,7 @@ class ReadOnlySession(JSONLSession):
         >>> session = ReadOnlySession("tool_call", "sessions")      # doctest: +SKIP
         >>> session.add_items_sync([{"role": "user", "content": "hi"}])  # doctest: +SKIP
         Traceback (most recent call last):
-        jsonl_session.errors.ReadOnlySessionError: sessions/tool_call.jsonl is read-only ...
+        jsonl_session.core.errors.ReadOnlySessionError: sessions/tool_call.jsonl is read-only ...
     """
 
     def _refuse(self, operation: str) -> ReadOnlySessionError:

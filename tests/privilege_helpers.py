@@ -46,7 +46,7 @@ def run_as_nobody(directory: Path, *args: str) -> Result:
                 sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
                 os.chdir(directory.parent)
                 _drop_to(uid, gid)
-                from jsonl_session.cli import main
+                from jsonl_session.cli.commands import main
 
                 code = main([*args, "--dir", str(directory)])
             finally:

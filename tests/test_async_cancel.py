@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from lock_helpers import another_process_can_lock
 
-from jsonl_session import JSONLSession, LockTimeout, UnsafePathError, workers
+from jsonl_session import JSONLSession, LockTimeout, UnsafePathError
+from jsonl_session.core import worker_threads as workers
 
 
 def assert_lock_is_free(session: JSONLSession) -> None:

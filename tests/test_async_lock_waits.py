@@ -195,8 +195,8 @@ def test_session_usage_waits_on_the_loop_while_another_process_records_usage(ses
 def test_whole_folder_export_and_import_wait_on_the_loop(sessions_dir: Path, tmp_path: Path) -> None:
     """``export_all`` reads, and ``import_all`` rewrites, sessions that another process has locked."""
     pytest.importorskip("agents", reason="the SDK backends need the SDK")
-    from jsonl_session.bulk import export_all, import_all
-    from jsonl_session.directory import SessionDirectory
+    from jsonl_session.session.folder import SessionDirectory
+    from jsonl_session.transfer.folders import export_all, import_all
 
     sessions = [fresh(sessions_dir / "here")] + [
         JSONLSession(f"more{n}", sessions_dir / "here", lock_timeout=60) for n in range(CALLS - 1)

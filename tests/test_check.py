@@ -11,8 +11,9 @@ from cli_helpers import run, write_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import JSONLSession, codec, storage
-from jsonl_session.check import check_file
+from jsonl_session import JSONLSession
+from jsonl_session.core import codec, storage
+from jsonl_session.tools.check import check_file
 
 CALL = '{"type":"function_call","name":"lookup","arguments":"{}","call_id":"call_1"}'
 OUTPUT = '{"type":"function_call_output","call_id":"call_1","output":"ok"}'

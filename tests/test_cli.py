@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.cli import _HANDLERS, _iso_utc, main
-from jsonl_session.cli_parser import build_parser
+from jsonl_session.cli.commands import _HANDLERS, _iso_utc, main
+from jsonl_session.cli.parser import build_parser
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},

@@ -1,7 +1,7 @@
 """Compaction replaces a history in one rename: readers and followers never see it half done.
 
 The SDK's ``OpenAIResponsesCompactionSession`` calls our ``_atomic_replace_items`` and
-``_get_compaction_snapshot`` hooks (see ``jsonl_session.compaction``); without them it would
+``_get_compaction_snapshot`` hooks (see ``jsonl_session.session.compaction``); without them it would
 clear the session and add the summary, leaving an empty conversation in between.
 """
 

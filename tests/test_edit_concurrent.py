@@ -22,7 +22,7 @@ import pytest
 from cli_helpers import cli_env, run
 
 from jsonl_session import JSONLSession
-from jsonl_session.leftovers import temp_files
+from jsonl_session.core.temp_files import temp_files
 
 CALL = {"type": "function_call", "name": "lookup", "arguments": "{}", "call_id": "call_1"}
 OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "ok"}

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 import jsonl_session
-from jsonl_session import SessionDirectory, errors
-from jsonl_session.transfer import open_url
+from jsonl_session import SessionDirectory
+from jsonl_session.core import errors
+from jsonl_session.transfer.backends import open_url
 
 
 def test_all_is_sorted_and_is_exactly_the_public_names() -> None:
@@ -84,7 +85,7 @@ def test_a_url_without_a_scheme_is_an_invalid_backend_url() -> None:
 
 
 def test_backend_unavailable_is_an_import_error() -> None:
-    from jsonl_session import transfer
+    from jsonl_session.transfer import backends as transfer
 
     assert transfer.BackendUnavailable is errors.BackendUnavailable
     assert issubclass(errors.BackendUnavailable, errors.JSONLSessionError)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_session import JSONLSession, MalformedLineError, codec, storage
+from jsonl_session import JSONLSession, MalformedLineError
+from jsonl_session.core import codec, storage
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from cli_helpers import write_lines
 
-from jsonl_session import system_grep
-from jsonl_session.cli import main
-from jsonl_session.search import FOLDS
+from jsonl_session.cli.commands import main
+from jsonl_session.tools import system_grep
+from jsonl_session.tools.grep import FOLDS
 
 
 @pytest.fixture(autouse=True, params=["system grep", "python"])

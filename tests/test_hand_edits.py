@@ -8,12 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_session import (
-    ItemNotStorableError,
-    JSONLSession,
-    MalformedLineError,
-    TornTailWarning,
-)
+from jsonl_session import ItemNotStorableError, JSONLSession, MalformedLineError, TornTailWarning
 
 
 def write(session: JSONLSession, data: bytes) -> None:
@@ -325,7 +320,7 @@ def test_new_sidecar_is_made_durable_before_the_session_is_cut(
 ) -> None:
     """Regression: the sidecar's directory entry was not fsynced before truncating the
     session, so a power loss could keep the cut and lose the saved bytes."""
-    from jsonl_session import locking, storage
+    from jsonl_session.core import locking, storage
 
     events: list[str] = []
     real_fsync_directory = locking.fsync_directory

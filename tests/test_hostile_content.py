@@ -15,9 +15,9 @@ import pytest
 from cli_helpers import run, write_lines
 
 from jsonl_session import ItemNotStorableError, JSONLSession
-from jsonl_session.check import check_file
-from jsonl_session.codec import MAX_DEPTH, MAX_READ_DEPTH, depth_of
-from jsonl_session.secrets import redact_session
+from jsonl_session.core.codec import MAX_DEPTH, MAX_READ_DEPTH, depth_of
+from jsonl_session.tools.check import check_file
+from jsonl_session.tools.secrets import redact_session
 
 USER = '{"role":"user","content":"hi"}'
 

@@ -17,15 +17,16 @@ import pytest
 from cli_helpers import run
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.leftovers import is_orphaned, temp_files
+from jsonl_session.core.temp_files import is_orphaned, temp_files
 
 ITEM = {"role": "user", "content": "hi"}
 
 # Runs one kind of rewrite, pausing (on stdin) once its temporary file is written and synced.
 WRITER = r"""
 import os, sys
-from jsonl_session import JSONLSession, storage
-from jsonl_session.secrets import redact_session
+from jsonl_session import JSONLSession
+from jsonl_session.core import storage
+from jsonl_session.tools.secrets import redact_session
 
 real = storage.write_at_end
 def pausing(fd, payload, size_before, *, durable):

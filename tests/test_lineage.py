@@ -12,8 +12,8 @@ import orjson
 from cli_helpers import cli_env, run
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.check import check_file
-from jsonl_session.lineage import prefix_hash
+from jsonl_session.history.lineage import prefix_hash
+from jsonl_session.tools.check import check_file
 
 CONVERSATION = [
     {"role": "user", "content": "Plan a trip to Oslo"},

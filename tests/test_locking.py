@@ -13,7 +13,7 @@ import pytest
 from lock_helpers import another_process_can_lock
 
 from jsonl_session import JSONLSession, JSONLSessionError, LockReentryError, LockTimeout
-from jsonl_session.locking import BUSY, MISSING, FileHandle, check_lock_timeout
+from jsonl_session.core.locking import BUSY, MISSING, FileHandle, check_lock_timeout
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jsonl_session"
 
@@ -72,7 +72,7 @@ def test_a_call_inside_rewrite_is_a_lock_reentry_error(session: JSONLSession) ->
 
 
 def test_check_lock_timeout_lives_with_the_lock_and_is_still_importable_from_session() -> None:
-    from jsonl_session import session
+    from jsonl_session.session import store as session
 
     assert session.check_lock_timeout is check_lock_timeout
     with pytest.raises(ValueError, match="lock_timeout must be"):

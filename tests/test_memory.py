@@ -25,7 +25,7 @@ HEADROOM_KIB = 16 * 1024
 PROBE = """
 import sys
 from jsonl_session import JSONLSession
-from jsonl_session.cli import main
+from jsonl_session.cli.commands import main
 folder = sys.argv[1]
 {operation}
 with open("/proc/self/status") as status:
@@ -78,7 +78,8 @@ def test_peak_memory_stays_flat_on_a_big_session(big_folder: Path, operation: st
 
 FAILING_FSYNC_CLEAR = """
 import errno, sys
-from jsonl_session import JSONLSession, storage
+from jsonl_session import JSONLSession
+from jsonl_session.core import storage
 def failing(fd):
     raise OSError(errno.EIO, "fsync failed")
 storage._fdatasync = failing

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jsonl_session import InvalidSessionId, JSONLSession, SessionDirectory
-from jsonl_session.naming import filename_for, id_for
+from jsonl_session.core.names import filename_for, id_for
 
 
 @pytest.mark.parametrize("session_id", ["convo_123", "a.b-c_D", "2026-12-02", "x" * 200])

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import codec, storage
+from jsonl_session.core import codec, storage
 
 LINES = st.sampled_from(
     [

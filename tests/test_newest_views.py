@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import storage, view
-from jsonl_session.documents import read_views
-from jsonl_session.view import newest_views, views_of_lines
+from jsonl_session.core import storage
+from jsonl_session.render import views as view
+from jsonl_session.render.file_io import read_views
+from jsonl_session.render.views import newest_views, views_of_lines
 
 LINES = [
     b'{"role": "user", "content": "Hi"}',

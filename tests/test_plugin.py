@@ -296,7 +296,7 @@ def test_the_plugin_loads_without_the_agents_package() -> None:
     """The plugin is loaded by every pytest run once jsonl-session is installed, agents or not."""
     code = (
         "import sys; sys.modules['agents'] = None\n"  # any `import agents` now raises ImportError
-        "import jsonl_session.pytest_plugin, jsonl_session.replay, jsonl_session.secrets\n"
+        "import jsonl_session.pytest_plugin, jsonl_session.tools.replay, jsonl_session.tools.secrets\n"
         "print('ok')"
     )
 

@@ -15,7 +15,7 @@ from pg_helpers import postgres_url  # noqa: F401  (a fixture)
 from test_transfer import TRICKY, in_process, many, round_trip
 
 from jsonl_session import JSONLSession
-from jsonl_session.transfer import BATCH, open_url
+from jsonl_session.transfer.backends import BATCH, open_url
 
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents.extensions.memory.sqlalchemy_session", reason="needs openai-agents[sqlalchemy]")

@@ -20,11 +20,11 @@ import pytest
 from cmarkgfm.cmark import Options  # type: ignore[import-untyped]
 from viewer_helpers import HAND_WRITTEN_BAD_LINES, HOSTILE_TEXTS, conversation, hostile_items
 
-from jsonl_session.documents import read_views
-from jsonl_session.render_html import script_json, transcript_page
-from jsonl_session.render_markdown import markdown
-from jsonl_session.render_text import diff_text
-from jsonl_session.view import ItemView, ViewBuilder, encode_views, views_of_lines, visible_controls
+from jsonl_session.render.diff_text import diff_text
+from jsonl_session.render.file_io import read_views
+from jsonl_session.render.html import script_json, transcript_page
+from jsonl_session.render.markdown import markdown
+from jsonl_session.render.views import ItemView, ViewBuilder, encode_views, views_of_lines, visible_controls
 
 
 def lines_of(items: list[dict[str, object]]) -> bytes:

@@ -16,7 +16,7 @@ from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from jsonl_session import JSONLSession
-from jsonl_session.replay import Recording, ReplayMismatch, is_model_output
+from jsonl_session.tools.replay import Recording, ReplayMismatch, is_model_output
 
 set_tracing_disabled(True)
 

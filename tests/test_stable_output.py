@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jsonl_session import JSONLSession
-from jsonl_session.codec import decode_line, encode_items
+from jsonl_session.core.codec import decode_line, encode_items
 
 REPO = Path(__file__).resolve().parent.parent
 

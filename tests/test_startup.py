@@ -21,7 +21,7 @@ from cli_helpers import cli_env
 
 import jsonl_session
 from jsonl_session import JSONLSession
-from jsonl_session.cli_parser import build_parser
+from jsonl_session.cli.parser import build_parser
 
 NOT_FOR_LS = {
     "asyncio",
@@ -34,16 +34,16 @@ NOT_FOR_LS = {
     "tempfile",
     "secrets",
     "jsonl_session.watch",
-    "jsonl_session.check",
-    "jsonl_session.transfer",
-    "jsonl_session.secrets",
+    "jsonl_session.tools.check",
+    "jsonl_session.transfer.backends",
+    "jsonl_session.tools.secrets",
     # the session class and what it brings (settings, features, turns), fork lineage hashing
-    "jsonl_session.session",
-    "jsonl_session.settings",
-    "jsonl_session.features",
-    "jsonl_session.turns",
-    "jsonl_session.usage",
-    "jsonl_session.lineage",
+    "jsonl_session.session.store",
+    "jsonl_session.session.settings",
+    "jsonl_session.session.history_methods",
+    "jsonl_session.history.turns",
+    "jsonl_session.history.usage",
+    "jsonl_session.history.lineage",
     "hashlib",
     # typing and shutil (argparse's help width) were ~7 ms of a 60 ms `ls` in a regular install
     "typing",
@@ -83,7 +83,7 @@ def test_ls_imports_nothing_it_does_not_use(sessions_dir: Path, json: bool) -> N
     JSONLSession("convo", sessions_dir).add_items_sync([{"role": "user", "content": "hi"}])
     args = ["-m", "jsonl_session", "ls", "--dir", str(sessions_dir)] + (["--json"] if json else [])
     loaded = imported_by(*args, cwd=sessions_dir.parent)
-    assert "jsonl_session.directory" in loaded
+    assert "jsonl_session.session.folder" in loaded
     assert not loaded & NOT_FOR_LS, sorted(loaded & NOT_FOR_LS)
     # counting lines decodes nothing: orjson (and the uuid, decimal, dataclasses and inspect it
     # loads, ~14 ms) waits; --json writes its flat records with the standard json module
@@ -103,7 +103,7 @@ def test_grep_over_a_folder_imports_no_pathlib(sessions_dir: Path) -> None:
     loaded = imported_by(
         "-m", "jsonl_session", "grep", "zebra", "--dir", str(sessions_dir), cwd=sessions_dir.parent
     )
-    assert "jsonl_session.search" in loaded
+    assert "jsonl_session.tools.grep" in loaded
     assert not loaded & (PATHS_AND_TIMES - {"datetime"}), sorted(
         loaded & PATHS_AND_TIMES
     )  # orjson loads datetime
@@ -112,7 +112,13 @@ def test_grep_over_a_folder_imports_no_pathlib(sessions_dir: Path) -> None:
 def test_importing_the_package_loads_only_its_errors(tmp_path: Path) -> None:
     loaded = imported_by("-c", "import jsonl_session", cwd=tmp_path)
     ours = {name for name in loaded if name.startswith("jsonl_session")}
-    assert ours == {"jsonl_session", "jsonl_session.errors"}
+    # the package, the layer that holds the errors, the errors, and what defers the rest
+    assert ours == {
+        "jsonl_session",
+        "jsonl_session.core",
+        "jsonl_session.core.deferred_imports",
+        "jsonl_session.core.errors",
+    }
     assert not loaded & PATHS_AND_TIMES, sorted(loaded & PATHS_AND_TIMES)
 
 

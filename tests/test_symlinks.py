@@ -13,8 +13,8 @@ import pytest
 from cli_helpers import run
 
 from jsonl_session import JSONLSession, SessionDirectory, UnsafePathError
-from jsonl_session.check import check_file
-from jsonl_session.secrets import redact_session, scan_file
+from jsonl_session.tools.check import check_file
+from jsonl_session.tools.secrets import redact_session, scan_file
 
 SECRET = "sk-" + "proj-" + "A1b2C3d4E5f6G7h8J9k0" * 2
 OUTSIDE = f'{{"role":"user","content":"outside {SECRET}"}}\n'

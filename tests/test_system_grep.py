@@ -25,9 +25,11 @@ from cli_helpers import cli_env, run, write_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import JSONLSession, search, system_grep
-from jsonl_session.cli import main
-from jsonl_session.locking import FileHandle
+from jsonl_session import JSONLSession
+from jsonl_session.cli.commands import main
+from jsonl_session.core.locking import FileHandle
+from jsonl_session.tools import grep as search
+from jsonl_session.tools import system_grep
 
 LINES = [
     '{"role": "user", "content": "first"}',

@@ -19,7 +19,7 @@ from cli_helpers import run
 from test_cli import _run_on_terminal
 
 from jsonl_session import JSONLSession
-from jsonl_session.terminal import printable
+from jsonl_session.render.terminal_text import printable
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;SGVsbG8=\x07\x9b31m\u202egnp.exe\r\x7f"
 EVIL_ID = "evil\x1b]0;title\x07"

@@ -17,8 +17,8 @@ import pytest
 from cli_helpers import Result, cli_env, redis_url, run  # noqa: F401  (redis_url is a fixture)
 
 from jsonl_session import JSONLSession
-from jsonl_session.cli import main
-from jsonl_session.transfer import BATCH, copy_session, open_url
+from jsonl_session.cli.commands import main
+from jsonl_session.transfer.backends import BATCH, copy_session, open_url
 
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")

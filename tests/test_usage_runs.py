@@ -12,7 +12,7 @@ import pytest
 from cli_helpers import run
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.check import check_file
+from jsonl_session.tools.check import check_file
 
 agents = pytest.importorskip("agents")
 helpers = pytest.importorskip("history_helpers")

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from jsonl_session import JSONLSession, MalformedLineError
-from jsonl_session.codec import encode_items
-from jsonl_session.locking import FileHandle
+from jsonl_session.core.codec import encode_items
+from jsonl_session.core.locking import FileHandle
 from jsonl_session.watch import Change, apply
-from jsonl_session.watch.files import FileTail
+from jsonl_session.watch.follower import FileTail
 
 A, B, C, D = ({"n": n} for n in range(4))
 

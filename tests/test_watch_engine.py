@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from jsonl_session import JSONLSession, marks
-from jsonl_session.codec import encode_items
-from jsonl_session.locking import FileHandle
+from jsonl_session import JSONLSession
+from jsonl_session.core import change_mark as marks
+from jsonl_session.core.codec import encode_items
+from jsonl_session.core.locking import FileHandle
 from jsonl_session.watch import Change
 from jsonl_session.watch.engine import FileState, Seen
 

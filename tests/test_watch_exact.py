@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule
 from watch_helpers import SPAWN, WAIT, Stepper, racing_writer, running
 
 from jsonl_session import JSONLSession
-from jsonl_session.codec import encode_items
+from jsonl_session.core.codec import encode_items
 
 # Items of equal length, so that different histories often put identical bytes at identical
 # offsets (the case a "last line still there?" check cannot tell apart).

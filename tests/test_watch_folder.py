@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from jsonl_session import LockTimeout, MalformedLineError, SessionDirectory
-from jsonl_session.locking import FileHandle
+from jsonl_session.core.locking import FileHandle
 from jsonl_session.watch import Change, apply, watch_directory, watch_directory_sync
 
 A, B, C = ({"n": n} for n in range(3))

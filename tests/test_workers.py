@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jsonl_session import workers
+from jsonl_session.core import worker_threads as workers
 
 
 def test_work_queued_when_the_interpreter_exits_is_finished_first(tmp_path: Path) -> None:
@@ -19,7 +19,7 @@ def test_work_queued_when_the_interpreter_exits_is_finished_first(tmp_path: Path
     script = textwrap.dedent(
         f"""
         import os
-        from jsonl_session import workers
+        from jsonl_session.core import worker_threads as workers
 
         def slow_then_mark():
             fd = os.open({str(tmp_path / "data")!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)

@@ -157,7 +157,7 @@ def partial_line_writer(path: str, items: list[dict[str, Any]], cuts: int) -> No
 
 
 def _lines(items: list[dict[str, Any]]) -> bytes:
-    from jsonl_session.codec import encode_items
+    from jsonl_session.core.codec import encode_items
 
     return encode_items(items)
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .aio import DirectoryWatch, SessionWatch
 from .changes import Change, Kind, apply
 from .delivery import Delivery, DirectoryWatchSync, SessionWatchSync
 from .engine import Start
-from .files import Follower
+from .follower import Follower
 from .options import (
     DEFAULT_IDLE_STEP_MS,
     DEFAULT_POLL_DELAY_MS,
@@ -39,8 +39,20 @@ from .options import (
     WatchOptions,
 )
 
-if TYPE_CHECKING:
-    from ..session import JSONLSession
+
+class WatchedSession(Protocol):
+    """What a session watch needs of a session (``JSONLSession`` has it): its file and lock wait.
+
+    A protocol rather than the class, so that ``watch`` sits below ``session`` in the layers.
+    """
+
+    @property
+    def directory(self) -> Path: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def lock_timeout(self) -> float: ...
+
 
 __all__ = [
     "DEFAULT_IDLE_STEP_MS",
@@ -57,6 +69,7 @@ __all__ = [
     "Start",
     "StopFlag",
     "WatchOptions",
+    "WatchedSession",
     "apply",
     "watch_directory",
     "watch_directory_sync",
@@ -66,7 +79,7 @@ __all__ = [
 
 
 def watch_session(
-    session: JSONLSession, options: WatchOptions | None = None, **settings: Any
+    session: WatchedSession, options: WatchOptions | None = None, **settings: Any
 ) -> SessionWatch:
     """Follow one session live: an async iterator (and async context manager) of :class:`Change`.
 
@@ -90,7 +103,7 @@ def watch_session(
 
 
 def watch_session_sync(
-    session: JSONLSession, options: WatchOptions | None = None, **settings: Any
+    session: WatchedSession, options: WatchOptions | None = None, **settings: Any
 ) -> SessionWatchSync:
     """Blocking twin of :func:`watch_session`: an iterator (and context manager) of :class:`Change`.
 
@@ -153,7 +166,7 @@ def _options(options: WatchOptions | None, settings: dict[str, Any]) -> WatchOpt
 
 
 def _session_delivery(
-    session: JSONLSession, options: WatchOptions | None, settings: dict[str, Any]
+    session: WatchedSession, options: WatchOptions | None, settings: dict[str, Any]
 ) -> Delivery:
     if "lock_timeout" in settings:
         raise TypeError("a session watch uses the session's lock_timeout; set session.lock_timeout instead")

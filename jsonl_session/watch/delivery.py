@@ -15,9 +15,9 @@ import time
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from ..locking import backoff_delays
+from ..core.locking import backoff_delays
 from .changes import Change
-from .files import Follower
+from .follower import Follower
 from .options import StopFlag, WatchOptions
 from .wakeups import Wakeups
 

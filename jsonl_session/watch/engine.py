@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import codec
-from ..errors import MalformedLineError
-from ..storage import Line, Scan, describe_bad_line, parse_item, scan_lines
+from ..core import codec
+from ..core.errors import MalformedLineError
+from ..core.storage import Line, Scan, describe_bad_line, parse_item, scan_lines
 from .changes import Change
 
 Start = Literal["all", "now"] | int

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout
+from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout
 from .engine import Start
 
 DEFAULT_STEP_MS = 1

@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..locking import close_in_forked_child
+from ..core.locking import close_in_forked_child
 from .options import HOT_SECONDS, TICK_SECONDS, StopFlag, WatchOptions
 
 if TYPE_CHECKING:

@@ -268,7 +268,9 @@ def _with_failing(directory: str, target: str, operation: str) -> dict[str, Any]
 @pytest.mark.parametrize("operation", ["add", "pop", "clear", "replace"])
 def test_a_failing_fsync_surfaces_and_leaves_the_file_as_it_was(tmp_path: Path, operation: str) -> None:
     session, before = _seeded(tmp_path)
-    status, outcome = in_child(_with_failing, str(tmp_path), "jsonl_session.storage._fdatasync", operation)
+    status, outcome = in_child(
+        _with_failing, str(tmp_path), "jsonl_session.core.storage._fdatasync", operation
+    )
     assert status == "ok", outcome
     assert outcome == {"first": "EIO", "size": len(before)}
     assert session.path.read_bytes() == before + b'{"n":3}\n'
@@ -281,7 +283,7 @@ def test_a_failing_folder_fsync_surfaces_before_anything_changes(tmp_path: Path,
     """The first durable write to a file this process did not create fsyncs its folder: make that fail."""
     session, before = _seeded(tmp_path)
     status, outcome = in_child(
-        _with_failing, str(tmp_path), "jsonl_session.locking.fsync_directory", operation
+        _with_failing, str(tmp_path), "jsonl_session.core.locking.fsync_directory", operation
     )
     assert status == "ok", outcome
     assert outcome == {"first": "EIO", "size": len(before)}

@@ -19,14 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session import (
-    InvalidSessionId,
-    JSONLSession,
-    SessionDirectory,
-    TornTailWarning,
-    UnsafePathError,
-)
-from jsonl_session.naming import filename_for, id_for
+from jsonl_session import InvalidSessionId, JSONLSession, SessionDirectory, TornTailWarning, UnsafePathError
+from jsonl_session.core.names import filename_for, id_for
 
 _ctx = multiprocessing.get_context("fork")
 

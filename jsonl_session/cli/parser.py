@@ -1,0 +1,400 @@
+"""The ``jsonl-session`` command line's grammar: every command, its options, help and examples.
+
+Kept apart from the commands themselves (:mod:`jsonl_session.cli.commands`), which only read the
+parsed arguments. Building the parser is part of every command's start-up, so ``main``
+builds just the command on the command line (:func:`build_parser` with ``only``).
+
+Example:
+    >>> build_parser().parse_args(["show", "convo_123", "-n", "5"]).n
+    5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from ..core.locking import DEFAULT_LOCK_TIMEOUT
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+PROG = "jsonl-session"
+DIR_ENV = "JSONL_SESSION_DIR"
+
+
+def command_word(argv: Sequence[str]) -> str | None:
+    """The command a command line runs, if that is plain without parsing it; else None.
+
+    Only the options every command shares may come before it (``--dir X``, ``--lock-timeout=X``);
+    any other option first (``-h``, an abbreviation) means "build every command's parser".
+    """
+    tokens = iter(argv)
+    for token in tokens:
+        if token in ("--dir", "--lock-timeout"):
+            next(tokens, None)
+        elif not token.startswith(("--dir=", "--lock-timeout=")):
+            return None if token.startswith("-") else token
+    return None
+
+
+class _NotBuilt:
+    """Stands in for the parser of a command that is not on the command line.
+
+    Building a command's arguments costs start-up (each ``add_argument`` makes a help
+    formatter), and ``ls`` must stay within 3x a bare Python (``benchmarks/startup.py``), so
+    ``build_parser(only=...)`` builds the one command that runs and skips the others' calls.
+    """
+
+    def __getattr__(self, name: str) -> Callable[..., _NotBuilt]:
+        """``add_argument``, ``add_mutually_exclusive_group``, ``set_defaults``...: do nothing."""
+        return lambda *args, **kwargs: self
+
+
+class _Commands:
+    """The subcommands being built, and which one to build (None: all)."""
+
+    def __init__(self, action: Any, only: str | None) -> None:
+        self.action = action
+        self.only = only
+
+
+def _command(commands: _Commands, name: str, summary: str, example: str, *, json: bool = False) -> Any:
+    if commands.only not in (None, name):
+        return _NotBuilt()
+    parser: argparse.ArgumentParser = commands.action.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog="Example:\n" + "\n".join(f"  {line}" for line in example.splitlines()),
+        formatter_class=_Formatter,
+    )
+    _add_common(parser)
+    if json:
+        parser.add_argument("--json", action="store_true", help="machine-readable output: JSON Lines")
+    return parser
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help text as written (examples keep their lines), as wide as the terminal.
+
+    argparse makes a formatter for every ``add_argument`` (to check the metavar), and its
+    default asks ``shutil.get_terminal_size`` for the width: importing ``shutil`` (and the
+    compression modules it brings) was ~2.5 ms of every command's start-up. ``COLUMNS``,
+    then the terminal, then 80, as ``shutil`` does.
+    """
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width=_columns() - 2)
+
+
+def _columns() -> int:
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout (None), or not a terminal
+        return 80
+
+
+def _add_common(parser: argparse.ArgumentParser, *, defaults: bool = False) -> None:
+    """``--dir`` and ``--lock-timeout``, accepted before the command and after it.
+
+    Only the top-level parser has defaults: a command's own copy is SUPPRESSed unless given,
+    so ``jsonl-session --dir x ls`` keeps x, and ``ls --dir y`` (after the command) wins.
+    Added to each parser rather than shared as a parent parser: each parser built costs start-up.
+    """
+    parser.add_argument(
+        "--dir",
+        default=(os.environ.get(DIR_ENV) or "sessions") if defaults else argparse.SUPPRESS,
+        help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
+    )
+    parser.add_argument(
+        "--lock-timeout",
+        type=_seconds,
+        default=DEFAULT_LOCK_TIMEOUT if defaults else argparse.SUPPRESS,
+        metavar="SECONDS",
+        help=f"wait at most this long for another process's lock (default: {DEFAULT_LOCK_TIMEOUT:g})",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argparse parser for every command (exposed so tests and docs can walk it).
+
+    With ``only``, just that command is built (what ``main`` does to start fast); a name that
+    is no command builds them all, so the error lists the choices.
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Read, follow, fix, search and move Agents SDK sessions stored as JSONL files.",
+        epilog=f"Example:\n  {PROG} ls\n  {PROG} show convo_123 -n 5\n\n"
+        f"Run `{PROG} COMMAND -h` for a command's options and an example.",
+        formatter_class=_Formatter,
+    )
+    _add_common(parser, defaults=True)
+    parser.set_defaults(command=None)
+    commands = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
+
+    ls = _command(
+        commands,
+        "ls",
+        "list sessions: item count, size, last modified, newest first; marks paused runs and forks",
+        f"{PROG} ls --dir sessions\n{PROG} ls --tree",
+        json=True,
+    )
+    ls.add_argument("--tree", action="store_true", help="show forks under the session they were forked from")
+
+    show = _command(
+        commands,
+        "show",
+        "print a session as a readable transcript",
+        f"{PROG} show convo_123 -n 20\n{PROG} show convo_123 --json | jq .role\n"
+        f"{PROG} show convo_123 --html -o convo_123.html\n{PROG} show convo_123 --markdown > transcript.md",
+        json=True,
+    )
+    show.add_argument("id", help="session id")
+    show.add_argument("-n", type=_count, metavar="N", help="only the newest N items (with --turns: turns)")
+    show.add_argument(
+        "--turns",
+        action="store_true",
+        help="one line per turn: number, items, when it ran and its tokens (if recorded), the question",
+    )
+    formats = show.add_mutually_exclusive_group()
+    formats.add_argument(
+        "--html", action="store_true", help="a self-contained HTML page (search, filters, folded tool output)"
+    )
+    formats.add_argument(
+        "--markdown", action="store_true", help="GitHub-flavoured Markdown, for a pull request or a README"
+    )
+    show.add_argument("-o", "--output", metavar="FILE", help="write the --html/--markdown document to FILE")
+
+    tail = _command(
+        commands,
+        "tail",
+        "print the newest items; with -f, follow the session live",
+        f"{PROG} tail convo_123 -n 5 -f",
+        json=True,
+    )
+    tail.add_argument("id", help="session id")
+    tail.add_argument("-n", type=_count, default=10, metavar="N", help="how many newest items (default 10)")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing changes (Ctrl-C stops)")
+    tail.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="with -f: stop following after this long (exit 1 if the session never appeared)",
+    )
+
+    add = _command(
+        commands,
+        "add",
+        "append a message, or JSONL items from stdin (all or nothing)",
+        f"{PROG} add convo_123 'What about tomorrow?'\n{PROG} add convo_123 - < items.jsonl",
+    )
+    add.add_argument("id", help="session id (created if missing)")
+    add.add_argument(
+        "text",
+        metavar="TEXT",
+        help='message text, stored as {"role": ROLE, "content": TEXT}; \'-\' reads JSONL items from stdin',
+    )
+    add.add_argument("--role", default="user", help="role of the message (default: user)")
+
+    pop = _command(commands, "pop", "remove the newest item and print it as JSON", f"{PROG} pop convo_123")
+    pop.add_argument("id", help="session id")
+
+    clear = _command(
+        commands,
+        "clear",
+        "remove every item (the empty file stays)",
+        f"{PROG} clear convo_123 --yes",
+    )
+    clear.add_argument("id", help="session id")
+    clear.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+
+    rm = _command(
+        commands,
+        "rm",
+        "delete a session and its metadata (its .torn sidecar is kept)",
+        f"{PROG} rm convo_123 --yes",
+    )
+    rm.add_argument("id", help="session id")
+    rm.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+
+    fork = _command(
+        commands,
+        "fork",
+        "copy a session (or its first N items or turns) to a new id, recording its lineage",
+        f"{PROG} fork convo_123 convo_123-retry --at 4\n{PROG} fork convo_123 convo_123-b --at-turn 2",
+    )
+    fork.add_argument("source", metavar="SRC", help="session to copy")
+    fork.add_argument("target", metavar="DST", help="new session id (must not have items)")
+    at = fork.add_mutually_exclusive_group()
+    at.add_argument("--at", type=_count, metavar="N", help="copy only the first N items")
+    at.add_argument(
+        "--at-turn",
+        type=_count,
+        metavar="K",
+        help="copy only the first K whole turns (to redo turn K, give K-1)",
+    )
+
+    rewind = _command(
+        commands,
+        "rewind",
+        "remove whole turns from the end (one locked truncation) and print what was removed",
+        f"{PROG} rewind convo_123\n{PROG} rewind convo_123 --turns 2",
+        json=True,
+    )
+    rewind.add_argument("id", help="session id")
+    rewind.add_argument("--turns", type=_count, default=1, metavar="N", help="how many turns (default 1)")
+
+    check = _command(
+        commands,
+        "check",
+        "verify session files: bad lines, torn tails, unanswered tool calls (exit 1 if any)",
+        f"{PROG} check\n{PROG} check convo_123 --fix\n"
+        f"{PROG} check --secrets sessions/*.jsonl   # as a pre-commit hook",
+        json=True,
+    )
+    check.add_argument(
+        "targets", nargs="*", metavar="ID_OR_FILE", help="session ids or .jsonl files (default: all)"
+    )
+    check.add_argument(
+        "--fix",
+        action="store_true",
+        help="move torn tails to the .torn sidecar, remove temporary files of killed rewrites; "
+        "report what needs a human",
+    )
+    check.add_argument(
+        "--secrets",
+        action="store_true",
+        help="instead, look for API keys and tokens (file:line: kind: masked excerpt)",
+    )
+
+    edit = _command(
+        commands,
+        "edit",
+        "edit a session in $EDITOR; writers go on meanwhile and what they append is kept",
+        f"EDITOR=nano {PROG} edit convo_123",
+    )
+    edit.add_argument("id", help="session id")
+
+    grep = _command(
+        commands,
+        "grep",
+        "search message text across sessions: id:line: role: snippet (exit 1 if nothing found)",
+        f"{PROG} grep -i 'golden gate'\n{PROG} grep refund support-42 --role assistant",
+        json=True,
+    )
+    grep.add_argument("pattern", metavar="PATTERN", help="Python regular expression")
+    grep.add_argument("ids", nargs="*", metavar="ID", help="sessions to search (default: all)")
+    grep.add_argument(
+        "--role", help="only items with this role, or as shown (tool call), or this type (function_call)"
+    )
+    grep.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
+
+    stats = _command(
+        commands,
+        "stats",
+        "count items by role and type, characters and tool calls (one session or all)",
+        f"{PROG} stats convo_123",
+        json=True,
+    )
+    stats.add_argument("id", nargs="?", help="session id (default: all sessions)")
+
+    export = _command(
+        commands,
+        "export",
+        "copy a session to another Agents SDK backend",
+        f"{PROG} export convo_123 --to sqlite:///chats.db\n"
+        f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123\n"
+        f"{PROG} export --all --to postgresql://me@db.internal/chats",
+    )
+    export.add_argument("id", nargs="?", help="session id (or --all)")
+    export.add_argument(
+        "--all",
+        action="store_true",
+        help="every session in the folder, under its own id; re-run to resume (identical ones are skipped, "
+        "different ones reported, never overwritten)",
+    )
+    export.add_argument(
+        "--to",
+        required=True,
+        metavar="URL",
+        help="sqlite:///path.db, postgresql://user@host/db, another SQLAlchemy URL "
+        "(sqlite+aiosqlite:///x.db) or redis://host:port/db",
+    )
+    export.add_argument("--as", dest="as_id", metavar="OTHER_ID", help="session id there (default: the same)")
+
+    imp = _command(
+        commands,
+        "import",
+        "copy a session from another Agents SDK backend into a file",
+        f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy\n"
+        f"{PROG} import redis://localhost:6379/0 --all",
+    )
+    imp.add_argument("url", metavar="URL", help="backend URL, as for export")
+    imp.add_argument("--id", metavar="SOURCE_ID", help="session id in that backend (or --all)")
+    imp.add_argument(
+        "--all",
+        action="store_true",
+        help="every session in that backend, under its own id; re-run to resume (as for export --all)",
+    )
+    imp.add_argument("--as", dest="as_id", metavar="ID", help="session id here (default: the same)")
+
+    textconv = _command(
+        commands,
+        "textconv",
+        "print a session file as stable transcript text, for git diff (a textconv driver)",
+        f"{PROG} textconv sessions/convo_123.jsonl\n"
+        f"git config diff.jsonl-session.textconv '{PROG} textconv'\n"
+        "echo 'sessions/*.jsonl diff=jsonl-session' >> .gitattributes",
+    )
+    textconv.add_argument("file", metavar="FILE", help="a session file (any path: git passes a temp copy)")
+
+    serve = _command(
+        commands,
+        "serve",
+        "a local, read-only web viewer of the folder's sessions, live (Ctrl-C stops it)",
+        f"{PROG} serve --dir sessions --port 8765",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
+    serve.add_argument("--port", type=_count, default=8765, help="port (default 8765; 0 picks a free one)")
+
+    redact = _command(
+        commands,
+        "redact",
+        "replace API keys and tokens in a session, in place",
+        f"{PROG} redact support-42",
+    )
+    redact.add_argument(
+        "id", metavar="ID_OR_FILE", help="session id, or its .jsonl file (as check prints it)"
+    )
+    if only is not None and only not in commands.action.choices:
+        return build_parser()
+    return parser

@@ -1,0 +1,582 @@
+"""Open a session file once, and lock it for each operation on the file its path names *now*.
+
+The lock is a ``flock`` on the data file itself, so no lock file ever appears next to the
+sessions (nothing for ``git add sessions/`` to pick up). Writers take it exclusively,
+readers shared, so a reader never sees half of an ``add_items`` call or a ``pop_item``
+mid-truncation.
+
+Every operation that locks enters one context manager::
+
+    with handle.locked(write=True, create=True, timeout=10.0) as fd:   # fd, or MISSING
+        ...
+    async with handle.locked_async(write=False, create=False) as fd:   # the async twin
+        ...
+    with handle.try_locked(write=False, create=False) as fd:            # no wait: BUSY too
+        ...
+
+One descriptor is kept open per session object and process: reopening costs more than the
+append itself. Keeping it raises two races, both handled after the lock is taken:
+
+* an editor or ``git checkout`` may have replaced the file (renamed a new inode over the
+  path), or someone deleted it: the path then names another inode, or none, so we drop
+  ours and open the path again. Our own atomic rewrites call :meth:`FileHandle.replaced`
+  inside the block so the next operation reopens too;
+* ``flock`` locks belong to the open file description, which threads share, so the
+  handle also records which operation holds it (a token), and other threads and tasks of
+  the process wait for that token to clear.
+
+**Signals.** A signal handler may raise (``KeyboardInterrupt``) between any two bytecodes.
+The token and the ``flock`` change together inside ``with self._state`` (an ``RLock``, whose
+C ``__enter__``/``__exit__`` leave no gap), and each step that can raise undoes what it did.
+The one gap Python leaves is the first instruction of a context manager's ``__exit__``: an
+exception there skips it, so a weak reference to the lock object releases the lock when that
+object is freed, which CPython does as soon as the exception is handled
+(``tests/test_lock_signals.py``). No ``__del__`` runs on the normal path, where a signal's
+exception would be swallowed.
+
+**Fork.** ``flock`` locks are shared with a forked child through the inherited descriptor, so
+an idle child would keep a dead writer's lock alive. Every :class:`FileHandle` is registered
+with :func:`close_in_forked_child`, and right after ``fork`` the child closes its copies (it
+reopens on its next use). Other objects holding session descriptors (the watchers) register
+themselves the same way: anything with an ``after_fork_in_child()`` method.
+
+Example:
+    >>> handle = FileHandle(Path("sessions/convo_123.jsonl"))        # doctest: +SKIP
+    >>> with handle.locked(write=False, create=False) as fd:         # doctest: +SKIP
+    ...     data = b"" if fd == MISSING else os.pread(fd, handle.size, 0)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import itertools
+import os
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from types import TracebackType
+
+from .errors import LockReentryError, LockTimeout
+from .safe_open import MISSING, fsync_directory, make_private_directories, open_file
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from os import PathLike
+    from typing import Any, Protocol, TypeVar
+
+    T = TypeVar("T")
+
+    class ForkAware(Protocol):
+        """What :func:`close_in_forked_child` needs: a method run in the child right after ``fork``."""
+
+        def after_fork_in_child(self) -> None: ...
+
+
+__all__ = [
+    "BUSY",
+    "DEFAULT_LOCK_TIMEOUT",
+    "MISSING",
+    "AsyncLocked",
+    "FileHandle",
+    "Locked",
+    "backoff_delays",
+    "check_lock_timeout",
+    "close_in_forked_child",
+    "fsync_directory",
+    "make_private_directories",
+]
+
+DEFAULT_LOCK_TIMEOUT = 10.0
+"""Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
+
+BUSY = -1
+"""Yielded by :meth:`FileHandle.try_locked` when the lock is held elsewhere (nothing is held then)."""
+
+# Polling backoff while another process holds the lock: first retry after 0.2 ms (an
+# append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
+_FIRST_DELAY = 0.0002
+_MAX_DELAY = 0.005
+
+_tokens = itertools.count(1)
+
+
+@functools.cache
+def _lock_descriptor() -> Callable[..., bool]:
+    """filelock's ``lock_descriptor``, imported on the first write lock, not at start-up
+    (filelock loads logging, asyncio and more); cached, as an import statement per lock is not free."""
+    from filelock import lock_descriptor
+
+    return lock_descriptor
+
+
+def check_lock_timeout(value: Any) -> float:
+    """A lock wait must be bounded: refuse None, negatives, NaN and non-numbers up front.
+
+    Example:
+        >>> check_lock_timeout(2)
+        2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(
+            f"lock_timeout must be a number of seconds >= 0, not {value!r} "
+            "(waiting forever for another process is never the default)"
+        )
+    return float(value)
+
+
+def backoff_delays() -> Iterator[float]:
+    """Waits between attempts on a lock held elsewhere: 0.2 ms, doubling up to 5 ms."""
+    delay = _FIRST_DELAY
+    while True:
+        yield delay
+        delay = min(delay * 2, _MAX_DELAY)
+
+
+_fork_aware: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def close_in_forked_child(owner: ForkAware) -> None:
+    """Call ``owner.after_fork_in_child()`` in every child forked while ``owner`` lives.
+
+    The method should close (never unlock) the descriptors the child inherited, so that an
+    idle child holds no lock. Only a weak reference is kept.
+
+    Example:
+        >>> class Tail:
+        ...     def after_fork_in_child(self) -> None: ...  # os.close() inherited descriptors
+        >>> close_in_forked_child(Tail())
+    """
+    _fork_aware.add(owner)
+
+
+def _after_fork_in_child() -> None:
+    for owner in list(_fork_aware):
+        owner.after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class FileHandle:
+    """The cached descriptor of one session file, and the lock protocol around it.
+
+    Args:
+        path: The session file (a ``str`` is enough: ``jsonl-session ls`` never imports pathlib).
+        durable: fsync the folder when the file is created.
+
+    Example:
+        >>> handle = FileHandle(Path("sessions/convo_123.jsonl"))      # doctest: +SKIP
+        >>> with handle.locked(write=True, create=True) as fd:         # doctest: +SKIP
+        ...     os.write(fd, b'{"role":"user","content":"Hi"}\\n')
+    """
+
+    def __init__(self, path: str | PathLike[str], *, durable: bool = True) -> None:
+        self.path = path
+        self._path_str = os.fspath(path)  # os.stat() on a str skips a Path.__fspath__ call per lock
+        self.durable = durable
+        self._fd: int | None = None
+        self._writable = False
+        self._identity = (0, 0)
+        self.size = 0
+        """The file's size, read under the lock by the last successful lock."""
+        self.folder_unsynced = False
+        """The open file's folder entry may not be durable yet: see :meth:`sync_folder_once`."""
+        self._state = threading.RLock()  # guards the fields below; held for microseconds
+        self._holder = 0  # token of the Locked/AsyncLocked holding the lock, 0 when free
+        self._holder_thread = 0  # to refuse a same-thread deadlock
+        self._reopen = False  # drop the descriptor on release (the file was replaced)
+        self._abandoned: weakref.ref[object] | None = None  # see _try_lock
+        close_in_forked_child(self)
+
+    def locked(self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Locked:
+        """Hold the lock for a ``with`` block, waiting up to ``timeout`` seconds for it.
+
+        The block gets the locked descriptor, or ``MISSING`` (nothing held) when the file
+        does not exist and ``create`` is false.
+
+        Raises:
+            LockTimeout: another process or thread kept it longer than ``timeout``.
+            LockReentryError: this thread already holds it (a call inside ``rewrite()``).
+
+        Example:
+            >>> with handle.locked(write=False, create=False) as fd:   # doctest: +SKIP
+            ...     items = storage.read_items(fd, handle.path)
+        """
+        return Locked(self, write, create, check_lock_timeout(timeout))
+
+    def try_locked(self, *, write: bool, create: bool) -> Locked:
+        """Like :meth:`locked`, but never wait: the block gets ``BUSY`` when the lock is held elsewhere.
+
+        Example:
+            >>> with handle.try_locked(write=False, create=False) as fd:   # doctest: +SKIP
+            ...     if fd == BUSY: ...  # try again later
+        """
+        return Locked(self, write, create, None)
+
+    def locked_async(
+        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT, yield_first: bool = True
+    ) -> AsyncLocked:
+        """The asynchronous equivalent of :meth:`locked`: ``async with``, waiting with ``asyncio.sleep``.
+
+        The first attempt at the lock is inline, so the uncontended path costs no thread
+        hand-off. Every block lets other tasks run at least once: on entering, before
+        anything is done, so that a caller cancelled there knows nothing changed (a pop that
+        removed its item and then raised would lose it); or, with ``yield_first=False``, on
+        leaving, after the unlock (a thread hop, see :meth:`AsyncLocked.finish_in_thread`,
+        counts), which costs less: for reads, and for writes that end in a thread. A block
+        that fails to lock yields before raising.
+
+        Example:
+            >>> async with handle.locked_async(write=False, create=False) as fd:  # doctest: +SKIP
+            ...     items = storage.read_items(fd, handle.path, 20)
+        """
+        return AsyncLocked(self, write, create, check_lock_timeout(timeout), yield_first)
+
+    def sync_folder_once(self) -> None:
+        """Inside a locked block, before an in-place write: make the file's name durable (if ``durable``).
+
+        ``fdatasync`` does not persist the folder entry that names a file. A file this handle
+        created had its folder fsynced then; one made by ``git checkout``, an editor or ``cp``
+        may never have, and a crash could lose it whole. So once per opened file, the folder
+        is fsynced too (``tests/test_folder_durability.py``).
+        """
+        if self.folder_unsynced and self.durable:
+            fsync_directory(os.path.dirname(self._path_str) or ".")
+            self.folder_unsynced = False
+
+    def replaced(self) -> None:
+        """Inside a locked block: the file was replaced or deleted, reopen it next time."""
+        self._reopen = True
+
+    def close(self) -> None:
+        """Close the cached descriptor (it is reopened if the handle is used again).
+
+        Inside a locked block the descriptor is closed when the block ends.
+        """
+        with self._state:
+            if self._holder:
+                self._reopen = True
+            else:
+                self._drop()
+
+    def after_fork_in_child(self) -> None:
+        """Close the descriptor a forked child inherited, and forget the parent's lock state.
+
+        Never unlock it: the parent shares its open file description and lock. The
+        parent's threads do not exist here, so the state lock starts fresh.
+        """
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._state = threading.RLock()
+        self._holder = self._holder_thread = 0
+        self._reopen = False
+        self._abandoned = None
+
+    # -- the protocol: every change of state happens under self._state ---------------------
+
+    def _try_lock(self, owner: object, token: int, write: bool, create: bool, thread: int) -> int:
+        """Take the lock for ``owner`` (a lock block) without waiting: the fd, ``BUSY`` or ``MISSING``."""
+        with self._state:
+            if self._holder:
+                return BUSY
+            # If ``owner`` is dropped still holding the lock (a signal handler raised before
+            # its __exit__'s first line), this releases it. Normally the release drops the
+            # reference first and the callback never runs.
+            abandoned = weakref.ref(owner, functools.partial(self._release, token))
+            # The common path (descriptor open, lock free, file not replaced) is written out
+            # in this one function: in a busy process each Python call costs ~1 µs of cold caches.
+            try:
+                for _ in range(100):  # each retry means the file was replaced under us: rare
+                    fd = self._fd
+                    if fd is None or (write and not self._writable):
+                        fd = self._open(write=write, create=create)
+                        if fd == MISSING:
+                            return MISSING
+                    if not (_lock_descriptor()(fd, blocking=False) if write else _lock_shared(fd)):
+                        return BUSY
+                    # Is the path still the inode we hold? A ``stat`` of the path, not an
+                    # ``fstat``, whose link count would miss a replaced file hard-linked
+                    # elsewhere (an editor's backup); it also gives the size we need.
+                    try:
+                        now = os.stat(self._path_str, follow_symlinks=False)
+                    except FileNotFoundError:
+                        now = None
+                    if now is not None and (now.st_dev, now.st_ino) == self._identity:
+                        self.size = now.st_size
+                        # No call between these two lines and the return, so no signal
+                        # handler can run in between.
+                        self._holder, self._holder_thread, self._abandoned = token, thread, abandoned
+                        return fd
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    self._drop()
+                return BUSY
+            except BaseException:
+                # An error, or a signal handler's exception after flock() succeeded: never
+                # leave the file locked for a lock nobody in this process holds.
+                if self._holder != token and self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                raise
+
+    def _release(self, token: int, _: object = None) -> None:
+        """Unlock if ``token`` still holds the lock (calling it twice is harmless)."""
+        with self._state:
+            if self._holder != token:
+                return
+            self._holder = self._holder_thread = 0
+            self._abandoned = None
+            try:
+                if self._fd is not None:
+                    # Unlock explicitly even when closing: a forked child may share the open
+                    # file description until it exits (tests/reliability/test_crash_loop.py).
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                if self._reopen:
+                    self._reopen = False
+                    self._drop()
+
+    def _lock_waiting(
+        self, owner: object, token: int, write: bool, create: bool, timeout: float | None
+    ) -> int:
+        thread = threading.get_ident()
+        fd = self._try_lock(owner, token, write, create, thread)
+        if fd != BUSY or timeout is None:
+            return fd
+        if self._holder and self._holder_thread == thread:
+            raise LockReentryError(self.path)
+        deadline = time.monotonic() + timeout
+        for delay in backoff_delays():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            time.sleep(min(delay, remaining))
+            fd = self._try_lock(owner, token, write, create, thread)
+            if fd != BUSY:
+                return fd
+        raise LockTimeout(self.path, timeout)
+
+    async def _lock_polling(
+        self, owner: object, token: int, write: bool, create: bool, timeout: float
+    ) -> int:
+        """After a first attempt found the lock ``BUSY``: retry, sleeping on the loop in between."""
+        import asyncio  # here, not at import time: the CLI starts without asyncio
+
+        thread = threading.get_ident()
+        deadline = time.monotonic() + timeout
+        for delay in backoff_delays():
+            # Sleep at least once, even with no time left: every async call lets the other
+            # tasks run, and the last attempt is made at the deadline.
+            await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+            fd = self._try_lock(owner, token, write, create, thread)
+            if fd != BUSY or time.monotonic() >= deadline:
+                break
+        if fd == BUSY:
+            raise LockTimeout(self.path, timeout)
+        return fd
+
+    def _open_ahead(self, write: bool) -> None:
+        """Open (and create) the file now, in a worker thread: creating fsyncs the folder."""
+        with self._state:
+            if not self._holder and (self._fd is None or (write and not self._writable)):
+                self._open(write=write, create=True)
+
+    def _open(self, *, write: bool, create: bool) -> int:
+        """(Re)open the file, writable if ``write``: the cached descriptor is missing or read-only."""
+        self._drop()
+        fd, writable, created = open_file(self.path, write=write, create=create, durable=self.durable)
+        if fd != MISSING:
+            held = os.fstat(fd)
+            self._fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
+            self.folder_unsynced = not (created and self.durable)  # a durable create fsynced it
+        return fd
+
+    def _drop(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __del__(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+
+
+class Locked:
+    """The ``with`` block of :meth:`FileHandle.locked` and :meth:`FileHandle.try_locked`.
+
+    Example:
+        >>> with handle.locked(write=True, create=False) as fd:   # doctest: +SKIP
+        ...     if fd != MISSING: os.ftruncate(fd, 0)
+    """
+
+    __slots__ = ("__weakref__", "_create", "_handle", "_timeout", "_token", "_write")
+
+    def __init__(self, handle: FileHandle, write: bool, create: bool, timeout: float | None) -> None:
+        self._handle = handle
+        self._token = 0
+        self._write, self._create, self._timeout = write, create, timeout
+        self._token = next(_tokens)
+
+    def __enter__(self) -> int:
+        handle = self._handle
+        try:
+            return handle._lock_waiting(self, self._token, self._write, self._create, self._timeout)
+        except BaseException:
+            handle._release(self._token)  # a signal handler raised after the lock was taken
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._handle._release(self._token)
+
+
+class AsyncLocked:
+    """The ``async with`` block of :meth:`FileHandle.locked_async`.
+
+    Example:
+        >>> lock = handle.locked_async(write=True, create=True)          # doctest: +SKIP
+        >>> async with lock as fd:                                       # doctest: +SKIP
+        ...     os.write(fd, payload)
+        ...     await lock.finish_in_thread(os.fdatasync, fd)  # unlocks in the thread
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_create",
+        "_handed_off",
+        "_handle",
+        "_timeout",
+        "_token",
+        "_write",
+        "_yield_first",
+    )
+
+    def __init__(
+        self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = True
+    ) -> None:
+        """``timeout`` must be checked already (:func:`check_lock_timeout`): sessions check theirs once."""
+        self._handle = handle
+        self._token = 0
+        self._write, self._create, self._timeout = write, create, timeout
+        self._handed_off = False
+        self._yield_first = yield_first
+        self._token = next(_tokens)
+
+    async def __aenter__(self) -> int:
+        if self._yield_first:
+            await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
+        handle = self._handle
+        if self._create and handle._fd is None and handle.durable:
+            from . import worker_threads as workers  # here, not at import time: the CLI never needs threads
+
+            await workers.run(handle._open_ahead, self._write)
+        token = self._token
+        try:
+            fd = handle._try_lock(self, token, self._write, self._create, threading.get_ident())
+            if fd == BUSY:  # held by another process (or task): wait without blocking the loop
+                fd = await handle._lock_polling(self, token, self._write, self._create, self._timeout)
+            return fd
+        except BaseException as error:
+            handle._release(token)  # cancelled, or a signal, after the lock was taken
+            if isinstance(error, Exception) and not self._yield_first:
+                await _YIELD_ONCE  # a failing call yields too: a loop that retries must not starve the others
+            raise
+
+    def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> Awaitable[None]:
+        # A plain method that releases at once and returns an awaitable: a coroutine would
+        # hold this object, and one created but never awaited (a signal in between) can be
+        # kept alive by whoever records its RuntimeWarning.
+        if self._handed_off:
+            return _DONE  # the thread hop yielded
+        self._handle._release(self._token)
+        return _DONE if self._yield_first else _YIELD_ONCE  # it promised to yield, and has not
+
+    async def finish_in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.
+
+        If the caller is cancelled, it stops waiting at once, but the work still completes and
+        the worker releases the lock: nothing is left half-done or held. The work goes to
+        the library's own threads (``workers``) and comes back with one
+        ``call_soon_threadsafe``: cheaper for the loop than ``asyncio.shield(loop.run_in_executor(...))``.
+        """
+        import asyncio
+
+        from . import worker_threads as workers
+
+        handle = self._handle
+        if self._handed_off or handle._holder != self._token:
+            raise RuntimeError("finish_in_thread() needs the lock this block holds, once")
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+        # Whoever takes ``claim`` first unlocks: the worker, which then does the work, or this
+        # caller, if an exception (a signal handler's) arrives before the worker starts.
+        # ``submit`` queues the work before it starts a thread, so which one runs is decided here.
+        claim = threading.Lock()
+        handle._holder_thread = 0  # the worker owns it now; this thread may wait for it
+        try:
+            self._handed_off = True
+            workers.submit(self._finish, function, args, loop, done, claim)
+        except BaseException:
+            if claim.acquire(blocking=False):
+                handle._release(self._token)  # the work will not run: nobody else unlocks
+            raise
+        return await done
+
+    def _finish(
+        self, function: Callable[..., T], args: tuple[Any, ...], loop: Any, done: Any, claim: threading.Lock
+    ) -> None:
+        from . import worker_threads as workers
+
+        if not claim.acquire(blocking=False):
+            return  # the caller gave up before this started, and unlocked
+        workers.run_and_report(self._run_then_unlock, (function, args), loop, done)
+
+    def _run_then_unlock(self, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+        try:
+            return function(*args)
+        finally:
+            self._handle._release(self._token)
+
+
+# Two awaitables that run no Python code: ``await`` iterates a tuple, in C. Every async call
+# of a session awaits one of them, and on the hot path each Python frame saved is ~1 µs.
+
+
+class _Done(tuple):  # type: ignore[type-arg]
+    """An awaitable that is already finished: iterating ``()`` ends at once."""
+
+    __slots__ = ()
+    __await__ = tuple.__iter__
+
+
+_DONE: Awaitable[None] = _Done()  # type: ignore[assignment]  # awaitable, as mypy cannot see
+
+
+class _YieldOnce(tuple):  # type: ignore[type-arg]
+    """Lets the other tasks run once, like ``asyncio.sleep(0)``: iterating ``(None,)`` yields
+    one bare ``None``, which makes the running task reschedule itself."""
+
+    __slots__ = ()
+    __await__ = tuple.__iter__
+
+
+_YIELD_ONCE: Awaitable[None] = _YieldOnce((None,))  # type: ignore[assignment]
+
+
+def _lock_shared(fd: int) -> bool:
+    """filelock has no shared lock on a descriptor; readers use flock's LOCK_SH directly."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

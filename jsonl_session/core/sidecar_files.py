@@ -1,0 +1,169 @@
+"""The small files that sit next to a session: one design for every kind of metadata.
+
+A session ``<dir>/<file>.jsonl`` holds only the SDK's items. What we know *about* it lives in
+sidecars named ``<file>.jsonl.<kind>``, so no ``sessions/*.jsonl`` glob (git attributes,
+``check``, shell loops) ever picks one up as a session, and ``ls sessions/convo_1.jsonl*``
+shows a session with everything that belongs to it:
+
+* ``.torn``: fragments of lines cut by a killed writer (see ``storage``);
+* ``.lineage``: where a fork came from, one JSON object (see ``lineage``);
+* ``.usage``: token usage per run, JSON Lines, append-only (see ``usage``);
+* ``.run``: a run paused for a tool approval, one JSON object (see ``runs``).
+
+Two ways of writing, both with rules the session file already follows:
+
+* whole-object sidecars (``.lineage``, ``.run``) are replaced atomically: a temporary file
+  (``.<name>.<random>.tmp``, 0600), fsynced, renamed over the old one, directory fsynced.
+  A reader sees the old object or the new one, never half of either, and needs no lock;
+* the log (``.usage``) is appended by ``storage.append`` under a ``FileHandle`` lock on the
+  log itself, with the torn-tail rule of sessions (fragments go to ``.usage.torn``).
+
+Every change to a sidecar happens while the *session's* lock is held exclusively, so ``rm``,
+``fork`` and ``rewind`` never interleave with one; the usage log is read under it, shared, so
+its own lock is always free when taken. Bytes are stable: keys sorted, one trailing newline.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Collection
+
+from . import storage
+from .deferred_imports import OnFirstUse
+from .errors import SessionFileError, UnsafePathError
+from .locking import MISSING, FileHandle, fsync_directory, make_private_directories
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    import orjson
+else:  # imported on first use: `jsonl-session ls` reads no sidecar (see _lazy.py)
+    orjson = OnFirstUse("orjson", globals())
+
+LINEAGE = ".lineage"
+USAGE = ".usage"
+RUN = ".run"
+KINDS = (LINEAGE, USAGE, RUN)
+"""Sidecar suffixes that describe a session and go (rm, import) with it. ``.torn`` is not one:
+it holds bytes nobody has looked at, and ``rm`` keeps it."""
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def sidecar(session_path: Path, kind: str) -> Path:
+    """The path of one sidecar of a session file.
+
+    Example:
+        >>> sidecar(Path("sessions/convo_1.jsonl"), LINEAGE).name
+        'convo_1.jsonl.lineage'
+    """
+    return session_path.with_name(session_path.name + kind)
+
+
+def present(file_name: str, names: Collection[str]) -> frozenset[str]:
+    """Which sidecar kinds a session file has, judged from a folder listing already in hand (no system call).
+
+    ``SessionDirectory.list`` lists the folder once and asks this for every session, so a
+    thousand sessions cost no extra ``stat``.
+    """
+    return frozenset(kind for kind in KINDS if file_name + kind in names)
+
+
+def stable_json(value: Any, *, indent: bool = True) -> bytes:
+    """``value`` as stable bytes: keys sorted, UTF-8 as-is, one trailing newline.
+
+    Example:
+        >>> stable_json({"b": 1, "a": "é"}, indent=False)
+        b'{"a":"\\xc3\\xa9","b":1}\\n'
+    """
+    option = orjson.OPT_SORT_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
+    return orjson.dumps(value, option=option) + b"\n"
+
+
+def write_json(path: Path, value: Any, *, durable: bool) -> None:
+    """Replace ``path`` with ``value`` atomically (temporary file, fsync, rename, directory fsync)."""
+    payload = stable_json(value)
+    if not path.parent.is_dir():
+        make_private_directories(path.parent, durable=durable)
+    temp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            # Synced even when not durable: a rename that lands before the data would leave
+            # an empty file where the old object was.
+            storage.write_at_end(fd, payload, 0, durable=True)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)  # replaces a symlink itself, never writes through it
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+    if durable:
+        fsync_directory(path.parent)
+
+
+def read_json(path: Path) -> Any:
+    """The object stored at ``path``, or None if there is no such file.
+
+    Raises:
+        UnsafePathError: a symlink or other non-regular file sits at ``path``.
+        SessionFileError: the file is not valid JSON (say which file; it is not touched).
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(path, "is a symlink; refusing to follow it") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(path, "is not a regular file; refusing to read it")
+        data = storage.read_range(fd, 0, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise SessionFileError(path, f"not valid JSON ({exc}); fix or delete this file") from None
+
+
+def remove(path: Path, *, durable: bool) -> bool:
+    """Delete a sidecar if it exists; True if there was one."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    if durable:
+        fsync_directory(path.parent)
+    return True
+
+
+def append_line(path: Path, record: dict[str, Any], *, durable: bool, timeout: float) -> None:
+    """Append one record to a JSON Lines sidecar, under that file's lock, as sessions are appended."""
+    handle = FileHandle(path, durable=durable)
+    try:
+        with handle.locked(write=True, create=True, timeout=timeout) as fd:
+            storage.append(fd, path, stable_json(record, indent=False), durable=durable, size=handle.size)
+    finally:
+        handle.close()
+
+
+def read_lines(path: Path, *, timeout: float) -> list[Any]:
+    """Every record of a JSON Lines sidecar (a torn tail is skipped, as in sessions)."""
+    handle = FileHandle(path)
+    try:
+        with handle.locked(write=False, create=False, timeout=timeout) as fd:
+            if fd == MISSING:
+                return []
+            return storage.read_items(fd, path, size=handle.size)
+    finally:
+        handle.close()

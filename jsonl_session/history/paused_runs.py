@@ -1,0 +1,108 @@
+"""A run paused for a tool approval: ``<file>.jsonl.run``, one JSON object, replaced atomically.
+
+The SDK stops a run whose tool ``needs_approval`` and returns ``result.interruptions``;
+``result.to_state()`` can resume it later, in another process. The file keeps that state
+with what a person deciding needs to see, without the SDK::
+
+    {
+      "pending": [{"arguments": "{\\"order\\":\\"A1\\"}", "call_id": "call_1", "tool": "refund"}],
+      "recorded": {"requests": 1, "input_tokens": 100, ...},
+      "saved_at": "2026-12-02T18:40:07Z",
+      "state": { ...RunState.to_json()... }
+    }
+
+``recorded`` is the usage of this run already in the usage log, so that recording the
+resumed run (whose usage includes the part before the pause) adds only what is new.
+
+The file is removed when the run completes (``record_usage`` of a result without
+interruptions, or ``clear_run_state``), when the session is deleted, and by ``rewind``
+(the turn it belongs to is gone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core import sidecar_files as sidecars
+from ..core.errors import SessionFileError
+from .lineage import now
+
+
+@dataclass(frozen=True)
+class PausedRun:
+    """What a saved run waits for, readable without the Agents SDK.
+
+    Example:
+        >>> PausedRun("2026-12-02T18:40:07Z", [{"tool": "refund", "call_id": "call_1"}]).tools
+        ['refund']
+    """
+
+    saved_at: str
+    pending: list[dict[str, Any]]
+
+    @property
+    def tools(self) -> list[str]:
+        """Names of the tools waiting for a decision."""
+        return [str(entry.get("tool")) for entry in self.pending]
+
+
+def as_state(state_or_result: Any) -> Any:
+    """A ``RunState`` from a state or a run result (anything with ``to_state()``)."""
+    if hasattr(state_or_result, "to_json"):
+        return state_or_result
+    to_state = getattr(state_or_result, "to_state", None)
+    if to_state is None:
+        raise TypeError(f"expected a RunState or a run result, not {type(state_or_result).__name__}")
+    return to_state()
+
+
+def pending_of(state: Any) -> list[dict[str, Any]]:
+    """The approvals a state waits for: tool name, call id, arguments."""
+    pending = []
+    for item in state.get_interruptions():
+        raw = getattr(item, "raw_item", None)
+        get = raw.get if isinstance(raw, dict) else lambda name, raw=raw: getattr(raw, name, None)
+        entry = {"tool": getattr(item, "tool_name", None) or get("name"), "call_id": get("call_id")}
+        arguments = get("arguments")
+        if isinstance(arguments, str):
+            entry["arguments"] = arguments
+        pending.append(entry)
+    return pending
+
+
+def write(session_path: Path, state: Any, *, recorded: dict[str, int] | None, durable: bool) -> None:
+    """Save ``state`` (atomically) with its pending approvals and the usage already logged."""
+    envelope = {
+        "pending": pending_of(state),
+        "recorded": recorded,
+        "saved_at": now(),
+        "state": state.to_json(),
+    }
+    sidecars.write_json(sidecars.sidecar(session_path, sidecars.RUN), envelope, durable=durable)
+
+
+def read(session_path: Path) -> dict[str, Any] | None:
+    """The saved envelope, or None when no run is paused."""
+    path = sidecars.sidecar(session_path, sidecars.RUN)
+    envelope = sidecars.read_json(path)
+    if envelope is None:
+        return None
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("state"), dict):
+        raise SessionFileError(path, 'not a saved run (no "state" object); delete it to discard the run')
+    return envelope
+
+
+def info(session_path: Path) -> PausedRun | None:
+    """What the paused run waits for, or None when no run is paused."""
+    envelope = read(session_path)
+    if envelope is None:
+        return None
+    pending = envelope.get("pending")
+    return PausedRun(str(envelope.get("saved_at")), pending if isinstance(pending, list) else [])
+
+
+def clear(session_path: Path, *, durable: bool) -> bool:
+    """Forget the paused run; True if there was one."""
+    return sidecars.remove(sidecars.sidecar(session_path, sidecars.RUN), durable=durable)

@@ -1,0 +1,178 @@
+"""Self-contained HTML pages: a session's transcript (``show --html``, ``serve``) and a folder's index.
+
+One file, no external resource (CSS and JavaScript inline), so it works offline and as a CI
+artifact. The items travel as JSON in a ``<script type="application/json">`` block and the
+page's script draws them lazily, a screenful at a time: a 100,000-item session is written in
+about the time it takes to read it, and opens in a browser as fast as a short one.
+
+Session content is untrusted, and is kept out of markup at every step:
+
+* in the JSON block, ``<``, ``>``, ``&`` and U+2028/U+2029 are written as ``\\uXXXX`` escapes
+  (:func:`script_json`), so no ``</script>`` or ``<!--`` can end or bend the block, and the
+  JSON stays valid JavaScript too;
+* the script only ever puts text in the page with ``textContent`` (never ``innerHTML``) and
+  makes no links from session text;
+* the few strings written into the HTML itself (title, file name) are HTML-escaped;
+* a Content-Security-Policy allows only this page's own script and style (by hash), so even
+  a mistake in the above could not run injected script.
+
+Example:
+    >>> from jsonl_session.render.views import ViewBuilder, encode_views
+    >>> views = [ViewBuilder().view({"role": "user", "content": "<b>"}, 1)]
+    >>> page = transcript_page("demo", encode_views(views))
+    >>> b"<b>" in page, b"\\\\u003cb\\\\u003e" in page
+    (False, True)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import orjson
+
+_UNSAFE_IN_SCRIPT = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+
+
+@dataclass(frozen=True)
+class Live:
+    """Where a served page gets its changes: the events URL and the version the page shows."""
+
+    events: str
+    version: int
+    index: str = "./"
+
+
+def script_json(data: bytes) -> bytes:
+    """Make JSON ``data`` safe inside ``<script type="application/json">``.
+
+    These characters can only occur inside JSON strings, where the escape means the same.
+
+    Example:
+        >>> script_json(b'["</script>"]')
+        b'["\\\\u003c/script\\\\u003e"]'
+    """
+    for raw, escaped in _UNSAFE_IN_SCRIPT:
+        if raw in data:
+            data = data.replace(raw, escaped)
+    return data
+
+
+def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live | None = None) -> bytes:
+    """A transcript page for the views in ``items_json`` (a JSON array from ``view.encode_views``).
+
+    Args:
+        title: The page title and heading (a session id).
+        items_json: The views as a JSON array; escaped here with :func:`script_json`.
+        meta: One line under the heading (e.g. the file and its size).
+        live: For ``serve``: follow the session through server-sent events.
+    """
+    settings = {
+        "title": title,
+        "live": None if live is None else {"events": live.events, "version": live.version},
+    }
+    prefix = script_json(orjson.dumps(settings)[:-1] + b',"items":')
+    heading = html.escape(title)
+    if live is not None:
+        heading = f'<a href="{html.escape(live.index)}">sessions</a> / {heading}'
+        status = (
+            '<div id="live" class="live"><span class="dot"></span><span>connecting…</span></div>'
+            '<ul id="changes"></ul>'
+        )
+    else:
+        status = ""
+    head = _TRANSCRIPT_HEAD.format(
+        csp=content_security_policy("transcript.js", live is not None),
+        title=html.escape(title),
+        heading=heading,
+        meta=html.escape(meta),
+        live=status,
+        css=_asset("page.css"),
+    )
+    tail = _TAIL.format(js=_asset("transcript.js"))
+    # One copy of the (possibly 50 MB) items: escaped, then joined into the page.
+    return b"".join((head.encode(), prefix, script_json(items_json), b"}", tail.encode()))
+
+
+def index_page(folder: str, sessions: list[dict[str, object]], *, api: str, events: str) -> bytes:
+    """The ``serve`` index: ``sessions`` rows (id, items, size, modified, notes), kept up to date."""
+    data = orjson.dumps({"folder": folder, "api": api, "events": events, "sessions": sessions})
+    head = _INDEX_HEAD.format(
+        csp=content_security_policy("index.js", True), folder=html.escape(folder), css=_asset("page.css")
+    )
+    return b"".join((head.encode(), script_json(data), _TAIL.format(js=_asset("index.js")).encode()))
+
+
+@cache
+def content_security_policy(script: str, connect: bool) -> str:
+    """The page's policy: its own script (the asset ``script``) and style only; ``connect`` for ``serve``."""
+    sources = "'self'" if connect else "'none'"
+    return (
+        f"default-src 'none'; script-src '{_hash(_asset(script))}'; style-src '{_hash(_asset('page.css'))}'; "
+        f"connect-src {sources}; img-src data:; base-uri 'none'; form-action 'none'"
+    )
+
+
+@cache
+def _asset(name: str) -> str:
+    return (resources.files("jsonl_session.render") / "assets" / name).read_text(encoding="utf-8")
+
+
+def _hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+_TRANSCRIPT_HEAD = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<title>{title} · jsonl-session</title>
+<style>{css}</style>
+</head>
+<body>
+<header class="top">
+<h1>{heading}</h1>
+<div class="meta">{meta}</div>
+<div class="controls"><input id="search" type="search" placeholder="Search (press /)" aria-label="Search the \
+transcript"><span id="kinds"></span><span id="count" class="count"></span></div>
+{live}
+</header>
+<main><div id="items"></div><div id="more"></div>
+<noscript><p class="empty">This transcript is drawn by JavaScript. Without it, use
+<code>jsonl-session show ID --markdown</code>.</p></noscript>
+</main>
+<script type="application/json" id="session-data">"""
+
+_INDEX_HEAD = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<title>{folder} · jsonl-session</title>
+<style>{css}</style>
+</head>
+<body>
+<header class="top"><h1>Sessions</h1><div id="count" class="meta"></div></header>
+<main><table><thead><tr><th>session</th><th class="n">items</th><th class="n">size</th><th>modified</th>
+<th></th></tr></thead>
+<tbody id="sessions"></tbody></table></main>
+<script type="application/json" id="index-data">"""
+
+_TAIL = """</script>
+<script>{js}</script>
+</body>
+</html>
+"""

@@ -1,0 +1,390 @@
+"""A folder of sessions: list, open, delete and fork them.
+
+``jsonl-session ls`` imports this module and nothing it does not need to list a folder: the
+session class (and the settings, turns and features it brings), lineage hashing and turn
+splitting are imported by the methods that use them, and a listing keeps the names and
+times ``os.scandir`` and ``os.stat`` give until someone asks for a ``Path`` or a ``datetime``
+(``tests/test_startup.py``: pathlib and datetime were ~8 ms of a 45 ms ``ls``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+
+from ..core import sidecar_files as sidecars
+from ..core import storage
+from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
+from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout, fsync_directory
+from ..core.names import DEFAULT_DIRECTORY, id_for
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+    from typing import Any
+
+    from .store import JSONLSession
+
+
+class SessionInfo:
+    """One session file as ``SessionDirectory.list()`` reports it; immutable, compared by value.
+
+    ``paused`` is True when a run waits for a tool approval (``<file>.jsonl.run``), and
+    ``forked_from`` names the session this one was forked from (``<file>.jsonl.lineage``).
+    Written out rather than a frozen dataclass: importing ``dataclasses`` (it brings
+    ``inspect``) cost ``jsonl-session ls`` about 12 ms, a third of its start-up. It compares,
+    hashes, pickles, copies and matches (``case SessionInfo(id, path, items)``) as that
+    dataclass did; ``dataclasses.replace`` and ``asdict`` no longer apply.
+
+    A listed session keeps its path as a ``str`` and its time in microseconds until ``path``
+    or ``modified`` is first read: ``ls`` prints neither, and pathlib and datetime cost it ~8 ms.
+    """
+
+    # the fields in the constructor's order, which __init__, __eq__, __repr__, pickling and match follow
+    __match_args__ = ("session_id", "path", "items", "size", "modified", "paused", "forked_from")
+    # What each field is stored as: path and modified behind properties. A listed session leaves
+    # them None and keeps the file's name and its time in microseconds until they are read.
+    _STORED = ("session_id", "_path", "items", "size", "_modified", "paused", "forked_from")
+    __slots__ = (*_STORED, "_name", "_microseconds", "__weakref__")
+    session_id: str
+    _path: Path | None
+    items: int
+    size: int
+    _modified: datetime | None
+    paused: bool
+    forked_from: str | None
+    _name: str
+    _microseconds: int
+
+    def __init__(
+        self,
+        session_id: str,
+        path: Path,
+        items: int,
+        size: int,
+        modified: datetime,
+        paused: bool = False,
+        forked_from: str | None = None,
+    ) -> None:
+        self._set(session_id, path, items, size, modified, paused, forked_from)
+
+    @classmethod
+    def _listed(
+        cls,
+        session_id: str,
+        path: str,
+        file_stat: os.stat_result,
+        items: int,
+        paused: bool,
+        forked_from: str | None,
+    ) -> SessionInfo:
+        """A listed session, its ``Path`` and ``datetime`` made on first use."""
+        info = cls.__new__(cls)
+        info._set(session_id, None, items, file_stat.st_size, None, paused, forked_from)
+        object.__setattr__(info, "_name", path)
+        object.__setattr__(info, "_microseconds", _microseconds(file_stat.st_mtime))
+        return info
+
+    def _set(self, *values: object) -> None:
+        for name, value in zip(self._STORED, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    @property
+    def path(self) -> Path:
+        """The session file."""
+        if self._path is None:
+            from pathlib import Path
+
+            object.__setattr__(self, "_path", Path(self._name))
+            assert self._path is not None
+        return self._path
+
+    @property
+    def modified(self) -> datetime:
+        """When the file last changed (UTC, to the microsecond)."""
+        if self._modified is None:
+            from datetime import datetime, timedelta, timezone
+
+            epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+            object.__setattr__(self, "_modified", epoch + timedelta(microseconds=self._microseconds))
+            assert self._modified is not None
+        return self._modified
+
+    @property
+    def mtime(self) -> float:
+        """``modified`` in seconds since the epoch, to the microsecond."""
+        if self._modified is None:
+            return self._microseconds / 1_000_000
+        return self._modified.timestamp()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"SessionInfo is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"SessionInfo is immutable: cannot delete {name!r}")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__match_args__)
+
+    def __reduce__(self) -> tuple[type[SessionInfo], tuple[object, ...]]:
+        return type(self), self._values()  # pickle and copy rebuild it through __init__
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, SessionInfo)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__match_args__)
+        return f"SessionInfo({fields})"
+
+
+def utc_seconds(mtime: float) -> int:
+    """The whole second of ``mtime`` as ``datetime.fromtimestamp`` shows it (rounded to the microsecond).
+
+    ``ls`` prints times with ``time.gmtime`` of this, without importing datetime.
+
+    Example:
+        >>> utc_seconds(1.9999996), utc_seconds(1.9999994), utc_seconds(-0.5)
+        (2, 1, -1)
+    """
+    return _microseconds(mtime) // 1_000_000
+
+
+def _in_datetime_range(mtime: float) -> bool:
+    """Whether a ``datetime`` can hold ``mtime`` (the years 1 to 9999); a file can be stamped later."""
+    return -62_135_596_800_000_000 <= _microseconds(mtime) <= 253_402_300_799_999_999
+
+
+def _microseconds(mtime: float) -> int:
+    """``mtime`` rounded to the microsecond as ``datetime.fromtimestamp`` rounds it (half to even)."""
+    fraction, whole = math.modf(mtime)
+    return int(whole) * 1_000_000 + round(fraction * 1e6)
+
+
+class SessionDirectory:
+    """The sessions stored in one folder.
+
+    Example:
+        >>> store = SessionDirectory("sessions")                   # doctest: +SKIP
+        >>> [info.session_id for info in store.list()]             # doctest: +SKIP
+        ['convo_123', 'support-42']
+        >>> store.fork("convo_123", "convo_123-retry", at=4)       # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] = DEFAULT_DIRECTORY,
+        *,
+        durable: bool = True,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> None:
+        self._folder = _folder_name(directory)
+        self._directory: Path | None = None
+        self.durable = durable
+        self.lock_timeout = check_lock_timeout(lock_timeout)
+
+    @property
+    def directory(self) -> Path:
+        """The folder (made a ``Path`` on first use: ``ls`` only needs its name)."""
+        if self._directory is None:
+            from pathlib import Path
+
+            self._directory = Path(self._folder)
+        return self._directory
+
+    @directory.setter
+    def directory(self, directory: str | os.PathLike[str]) -> None:
+        self._folder = _folder_name(directory)
+        self._directory = None
+
+    def open(self, session_id: str, **options: Any) -> JSONLSession:
+        """A :class:`JSONLSession` in this folder (options as for its constructor)."""
+        from .store import JSONLSession
+
+        options.setdefault("durable", self.durable)
+        options.setdefault("lock_timeout", self.lock_timeout)
+        return JSONLSession(session_id, self.directory, **options)
+
+    def ids(self) -> list[str]:
+        """Session ids in this folder, sorted; files that are not sessions are ignored."""
+        return sorted(session_id for session_id, _ in self._entries())
+
+    def exists(self, session_id: str) -> bool:
+        """True if the session has a file (a symlink in its place does not count)."""
+        try:
+            return stat.S_ISREG(os.lstat(self.open(session_id).path).st_mode)
+        except FileNotFoundError:
+            return False
+
+    def list(self, *, on_error: Callable[[Path, Exception], None] | None = None) -> list[SessionInfo]:
+        """Every session with its item count, size and modification time, newest first.
+
+        Which sessions have a paused run or a lineage is read off the one folder listing;
+        only forks cost a read more (their lineage file, for ``forked_from``).
+
+        A session that cannot be read (no permission, its lock held past ``lock_timeout``, a
+        broken lineage file) is skipped and passed to ``on_error(path, error)``; by default a
+        :class:`SkippedSessionWarning` names it. One such file used to fail the whole list.
+        """
+        infos = []
+        listing = self._scan()
+        names = {entry.name for entry in listing}
+        for session_id, entry in self._entries(listing):
+            path = self._path_of(entry.name)
+            kinds = sidecars.present(entry.name, names)
+            try:
+                counted = _count(path, self.lock_timeout)
+                if counted is not None and not _in_datetime_range(counted[0].st_mtime):
+                    raise SessionFileError(
+                        path, "modified outside the years 1-9999, which datetime cannot hold"
+                    )
+                forked_from = _forked_from(path) if sidecars.LINEAGE in kinds else None
+            except (OSError, JSONLSessionError) as exc:
+                if on_error is None:
+                    warnings.warn(SkippedSessionWarning(f"{_describe(exc)}; skipped"), stacklevel=2)
+                else:
+                    from pathlib import Path
+
+                    on_error(Path(path), exc)
+                continue
+            if counted is None:
+                continue  # deleted since we listed the folder
+            file_stat, items = counted
+            infos.append(
+                SessionInfo._listed(
+                    session_id, path, file_stat, items, paused=sidecars.RUN in kinds, forked_from=forked_from
+                )
+            )
+        # newest first, as ``modified`` orders them (to the microsecond), without making it
+        infos.sort(key=lambda info: (info._microseconds, info.session_id), reverse=True)
+        return infos
+
+    def _path_of(self, file_name: str) -> str:
+        """``str(self.directory / file_name)``, without pathlib (``ls``, ``grep``)."""
+        return file_name if self._folder == "." else os.path.join(self._folder, file_name)
+
+    def delete(self, session_id: str) -> bool:
+        """Delete a session's file and its metadata under its lock; False if there was none.
+
+        The lineage, usage log and paused run go first, then the session: a crash in
+        between leaves a session without metadata, never metadata that a new session of the
+        same id would inherit. The ``.torn`` sidecar, if any, is kept: it holds bytes nobody
+        has looked at yet.
+        """
+        path = self.open(session_id).path
+        handle = FileHandle(path)
+        try:
+            with handle.locked(write=True, create=False, timeout=self.lock_timeout) as fd:
+                if fd == MISSING:
+                    return False
+                for kind in sidecars.KINDS:
+                    sidecars.remove(sidecars.sidecar(path, kind), durable=False)
+                os.unlink(path)
+                if self.durable:
+                    fsync_directory(self.directory)
+        finally:
+            handle.close()
+        return True
+
+    def fork(
+        self, source_id: str, target_id: str, *, at: int | None = None, at_turn: int | None = None
+    ) -> JSONLSession:
+        """Copy the first ``at`` items, or the first ``at_turn`` whole turns (all when neither), to a new id.
+
+        The new session's ``<file>.jsonl.lineage`` records the source, how many items were
+        copied, their hash and when (see :attr:`JSONLSession.lineage`). To redo turn K,
+        fork ``at_turn=K - 1``.
+
+        Raises:
+            SessionExistsError: ``target_id`` already has items (nothing is overwritten); a FileExistsError.
+            SessionNotFoundError: ``source_id`` does not exist; a FileNotFoundError.
+
+        Example:
+            >>> store.fork("convo_123", "convo_123-retry", at_turn=2).lineage.items   # doctest: +SKIP
+            6
+        """
+        from ..history.lineage import new_lineage
+        from ..history.turns import split_turns
+
+        if at is not None and at_turn is not None:
+            raise ValueError("give at (items) or at_turn (turns), not both")
+        for name, value in (("at", at), ("at_turn", at_turn)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative int, not {value!r}")
+        source = self.open(source_id)
+        target = self.open(target_id)
+        if not source.path.is_file():
+            raise SessionNotFoundError(source.path, "no such session")
+        items = source._all_items()
+        if at is not None:
+            items = items[:at]
+        elif at_turn is not None:
+            turns = split_turns(items)
+            items = items[: turns[at_turn].start] if at_turn < len(turns) else items
+        target._write_fork(items, new_lineage(source_id, items))
+        return target
+
+    def _scan(self) -> Sequence[os.DirEntry[str]]:
+        try:
+            return list(os.scandir(self._folder))
+        except FileNotFoundError:
+            return []
+
+    def _entries(
+        self, listing: Sequence[os.DirEntry[str]] | None = None
+    ) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """Session files among ``listing`` (one ``scandir`` of the folder when not given)."""
+        for entry in self._scan() if listing is None else listing:
+            session_id = id_for(entry.name)
+            if session_id is not None and entry.is_file(follow_symlinks=False):
+                yield session_id, entry
+
+
+def _count(path: str, lock_timeout: float) -> tuple[os.stat_result, int] | None:
+    """The file's stat and item count, read under its shared lock; None if it is gone."""
+    handle = FileHandle(path)
+    try:
+        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
+            if fd == MISSING:
+                return None
+            return os.fstat(fd), storage.count_items(fd)
+    finally:
+        handle.close()
+
+
+def _forked_from(path: str) -> str | None:
+    """The session a fork was copied from (lineage is imported only when a folder has forks)."""
+    from pathlib import Path
+
+    from ..history.lineage import read_lineage
+
+    lineage = read_lineage(Path(path))
+    return lineage.source if lineage is not None else None
+
+
+def _folder_name(directory: str | os.PathLike[str]) -> str:
+    """The folder as ``str(Path(directory))`` writes it, without importing pathlib (``ls``).
+
+    No empty or ``.`` parts (``""`` is ``"."``); two leading slashes are kept, as POSIX
+    allows, three or more are one. Messages then name files as they did with ``Path``.
+    """
+    folder = os.fspath(directory)
+    if not isinstance(folder, str):
+        raise TypeError(f"directory must be a str or a str path, not {type(folder).__name__}")
+    root = "//" if folder[:2] == "//" and folder[2:3] != "/" else "/" if folder[:1] == "/" else ""
+    return root + "/".join(part for part in folder.split("/") if part not in ("", ".")) or "."
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)

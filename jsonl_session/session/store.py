@@ -1,0 +1,432 @@
+"""``JSONLSession``: an Agents SDK ``Session`` whose history is one JSONL file.
+
+Each operation locks the file, checks that the path still names the file it holds, does
+its work and unlocks (see ``locking``). No items are cached between calls, so a file
+replaced by an editor or ``git checkout`` is seen by the next call, and one object can be
+shared by threads that each run their own event loop (``Runner.run_sync``): no loop-bound
+state is created in ``__init__``.
+
+The async methods never hold the event loop for more than about a millisecond of file
+work: each lets other tasks run at least once, tries the lock inline (and only when someone
+else holds it waits with ``asyncio.sleep``), does cheap work inline (an append's ``write``, a
+``limit`` read of a few items, anything on a file of a few tens of KB) and hands the rest to
+a worker thread: every ``fdatasync``, full reads, pops and clears of durable sessions. The
+worker releases the lock when it is done, whether or not its caller still waits, so a
+cancelled caller never leaves a write half-done or the lock held
+(``AsyncLocked.finish_in_thread``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..core import storage
+from ..core.codec import encode_items, identical
+from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
+from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
+from ..history.turns import newest_turns
+from . import compaction
+from .history_methods import SessionFeatures
+from .settings import as_sdk_settings, coerce_settings
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
+
+__all__ = ["DEFAULT_DIRECTORY", "Draft", "JSONLSession", "check_lock_timeout"]
+
+T = TypeVar("T")
+
+# Inline on the loop below these sizes (parsing ~64 KB of JSONL takes well under 1 ms); a
+# ``limit`` read costs about limit x line size, so a few dozen items stay inline too.
+_INLINE_FILE_BYTES = 64 * 1024
+_INLINE_LIMIT = 100
+_INLINE_PAYLOAD_BYTES = 256 * 1024
+
+
+class JSONLSession(SessionFeatures):
+    """Conversation history for the Agents SDK, stored as ``<directory>/<session_id>.jsonl``.
+
+    Args:
+        session_id: Any non-empty string. Ids made of letters, digits, ``.``, ``_`` and
+            ``-`` are the file name; others are percent-encoded (see ``naming``).
+        directory: Folder of session files, created (0700) on first write.
+        session_settings: The SDK's ``SessionSettings`` or a dict such as ``{"limit": 50}``;
+            its ``limit`` applies when ``get_items()`` is called without one. Read back, it is
+            the SDK's ``SessionSettings`` whenever ``agents`` is imported.
+        durable: fsync every write (default). ``False`` trades crash-safety for speed,
+            e.g. in bulk imports: a power loss may then lose the newest writes.
+        lock_timeout: Seconds to wait for another process's lock before raising
+            :class:`~jsonl_session.LockTimeout`.
+        turn_limit: When no item limit applies, ``get_items()`` returns the newest this
+            many whole turns (a user message and what follows it), so the history never
+            starts with a tool output cut from its call. Not together with a settings limit.
+
+    Example:
+        >>> from agents import Agent, Runner                     # doctest: +SKIP
+        >>> session = JSONLSession("convo_123")                  # ./sessions/convo_123.jsonl
+        >>> await Runner.run(agent, "Hi", session=session)       # doctest: +SKIP
+        >>> session.add_items_sync([{"role": "user", "content": "Hi"}])
+        >>> session.get_items_sync(limit=1)
+        [{'role': 'user', 'content': 'Hi'}]
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        directory: str | os.PathLike[str] = DEFAULT_DIRECTORY,
+        *,
+        session_settings: Any = None,
+        durable: bool = True,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        turn_limit: int | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.directory = Path(directory)
+        self.path = self.directory / filename_for(session_id)
+        self._session_settings: Any = None
+        self.session_settings = session_settings
+        self._handle = FileHandle(self.path, durable=durable)
+        self.lock_timeout = lock_timeout
+        if turn_limit is not None:
+            if isinstance(turn_limit, bool) or not isinstance(turn_limit, int) or turn_limit < 0:
+                raise ValueError(f"turn_limit must be a non-negative int or None, not {turn_limit!r}")
+            if getattr(self._session_settings, "limit", None) is not None:
+                raise ValueError("give turn_limit or a session_settings limit, not both")
+        self.turn_limit = turn_limit
+
+    @property
+    def durable(self) -> bool:
+        """fsync every write; kept by the file handle, which fsyncs on its side too (creation, the folder)."""
+        return self._handle.durable
+
+    @durable.setter
+    def durable(self, value: bool) -> None:
+        self._handle.durable = bool(value)
+
+    @property
+    def lock_timeout(self) -> float:
+        """Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
+        return self._lock_timeout
+
+    @lock_timeout.setter
+    def lock_timeout(self, value: float) -> None:
+        self._lock_timeout = check_lock_timeout(value)
+
+    @property
+    def session_settings(self) -> Any:
+        """The SDK's ``SessionSettings`` once ``agents`` is imported; ours before (see ``settings``).
+
+        The conversion happens on read, so a session made before ``import agents`` still hands
+        the SDK its own type (``EncryptedSession`` and the Runner accept nothing else).
+        """
+        settings = as_sdk_settings(self._session_settings)
+        self._session_settings = settings  # converted once: the same object on every read
+        return settings
+
+    @session_settings.setter
+    def session_settings(self, value: Any) -> None:
+        self._session_settings = coerce_settings(value)
+
+    @property
+    def sidecar_path(self) -> Path:
+        """Where partial lines left by interrupted writers are moved (``<file>.torn``)."""
+        return self.path.with_name(self.path.name + TORN_SUFFIX)
+
+    def __repr__(self) -> str:
+        return f"JSONLSession({self.session_id!r}, path={str(self.path)!r})"
+
+    # -- the Agents SDK Session protocol ---------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The newest ``limit`` items, oldest first; all when ``limit`` and the settings' limit are None.
+
+        Without an item limit, ``turn_limit`` (if set) returns the newest whole turns instead.
+        Costs time and memory proportional to what is returned, not to the file's size. Large
+        reads run in a worker thread, so the event loop keeps serving other tasks.
+        """
+        limit = self._resolve_limit(limit)
+        if limit == 0:
+            await _yield_once()
+            return []
+        lock = self._locked_async(write=False, create=False)
+        async with lock as fd:
+            if fd == MISSING:
+                return []
+            if self._handle.size <= _INLINE_FILE_BYTES or (limit is not None and limit <= _INLINE_LIMIT):
+                return self._read(fd, limit)
+            return await lock.finish_in_thread(self._read, fd, limit)
+
+    async def add_items(self, items: Iterable[Any]) -> None:
+        """Append items, one line each, in a single write: readers see all of them or none.
+
+        The ``write`` is done on the loop (it is cheap); the ``fdatasync`` in a worker
+        thread, which then unlocks. Once the write has started, cancelling the caller
+        does not stop it.
+        """
+        payload = encode_items(items)  # refuse bad items before touching the file
+        if not payload:
+            return await _yield_once()
+        handle = self._handle
+        # ``_locked_async`` spelled out: the Runner calls this once per item it saves, and in a
+        # busy process each Python call costs about 1 µs (benchmarks/run.py).
+        durable = handle.durable
+        lock = AsyncLocked(handle, True, True, self._lock_timeout, not durable)
+        async with lock as fd:
+            size = handle.size
+            if (
+                len(payload) > _INLINE_PAYLOAD_BYTES
+                or (size and os.pread(fd, 1, size - 1) != b"\n")
+                or (handle.folder_unsynced and durable)
+            ):
+                # Big payloads; a last line without its newline: a hand edit to repair, or a
+                # torn tail to move aside first (which fsyncs a sidecar); and the first durable
+                # write to a file made elsewhere, which fsyncs its folder first.
+                await lock.finish_in_thread(self._append, fd, payload, size)
+            else:
+                storage.write_at_end(fd, payload, size, durable=False)
+                if durable:
+                    await lock.finish_in_thread(storage.sync_or_undo, fd, size)
+
+    async def pop_item(self) -> Any:
+        """Remove and return the newest item (None when empty) by truncating its line."""
+        lock = self._locked_async(write=True, create=False)
+        async with lock as fd:
+            if fd == MISSING or not self.durable:
+                return self._pop(fd)
+            return await lock.finish_in_thread(self._pop, fd)
+
+    async def clear_session(self) -> None:
+        """Remove every item. The file stays, empty, so followers and git see the clear."""
+        lock = self._locked_async(write=True, create=False)
+        async with lock as fd:
+            if fd == MISSING or not self.durable:
+                return self._clear(fd)
+            return await lock.finish_in_thread(self._clear, fd)
+
+    # -- the same, for scripts, threads and test fixtures ------------------------------
+
+    def get_items_sync(self, limit: int | None = None) -> list[Any]:
+        """Blocking twin of :meth:`get_items`."""
+        limit = self._resolve_limit(limit)
+        if limit == 0:
+            return []
+        with self._locked(write=False, create=False) as fd:
+            return self._read(fd, limit)
+
+    def add_items_sync(self, items: Iterable[Any]) -> None:
+        """Blocking twin of :meth:`add_items`."""
+        payload = encode_items(items)
+        if payload:
+            with self._locked(write=True, create=True) as fd:
+                self._append(fd, payload, self._handle.size)
+
+    def pop_item_sync(self) -> Any:
+        """Blocking twin of :meth:`pop_item`."""
+        with self._locked(write=True, create=False) as fd:
+            return self._pop(fd)
+
+    def clear_session_sync(self) -> None:
+        """Blocking twin of :meth:`clear_session`."""
+        with self._locked(write=True, create=False) as fd:
+            self._clear(fd)
+
+    def count_items_sync(self) -> int:
+        """How many items the session holds, counted by streaming the file: memory stays flat.
+
+        Lines are counted, not parsed (``check`` finds bad ones), so this is what ``ls``
+        shows; ``jsonl-session show -n`` numbers the newest items with it.
+
+        Example:
+            >>> session.count_items_sync()                        # doctest: +SKIP
+            42
+        """
+        with self._locked(write=False, create=False) as fd:
+            if fd == MISSING:
+                return 0
+            return storage.count_items(fd)
+
+    # -- deliberate edits ----------------------------------------------------------------
+
+    @contextmanager
+    def rewrite(self) -> Iterator[Draft]:
+        """Hold the write lock while you change the items; replace the file atomically on exit.
+
+        Other processes wait (up to their ``lock_timeout``) instead of racing the edit. If
+        the block raises, or leaves ``draft.items`` unchanged, the file is not touched.
+
+        Example:
+            >>> with session.rewrite() as draft:                  # doctest: +SKIP
+            ...     draft.items = [i for i in draft.items if i.get("role") != "system"]
+        """
+        with self._locked(write=True, create=True) as fd, self._rewriting(fd) as draft:
+            yield draft
+
+    @contextmanager
+    def _rewriting(self, fd: int) -> Iterator[Draft]:
+        """:meth:`rewrite` once the write lock is held (the compaction hooks take it on the loop)."""
+        original = storage.read_items(fd, self.path)
+        # Parsing again is the copy that in-place edits may change: cheaper than
+        # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
+        draft = Draft(items=storage.read_items(fd, self.path))
+        yield draft
+        before = _encoding_or_none(original)
+        try:
+            payload = encode_items(draft.items)
+        except ValueError:
+            if before is None and identical(draft.items, original):
+                return  # unchanged, though it cannot be written (huge ints, deep nesting)
+            raise
+        if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
+            self._replace_locked(fd, payload)
+
+    def replace_items_sync(self, items: Iterable[Any]) -> None:
+        """Atomically replace the whole history with ``items`` (one rename, under the lock)."""
+        payload = encode_items(items)
+        with self._locked(write=True, create=True) as fd:
+            self._replace_locked(fd, payload)
+
+    async def _replace_items(self, items: list[Any]) -> None:
+        """The async :meth:`replace_items_sync`: encoding and the rename run in a worker thread."""
+        await self._locked_in_thread(self._encode_and_replace_locked, items, write=True, create=True)
+
+    def _encode_and_replace_locked(self, fd: int, items: list[Any]) -> None:
+        self._replace_locked(fd, encode_items(items))
+
+    def _replace_locked(self, fd: int, payload: bytes) -> None:
+        # A crashed writer's partial line is not an item, so it is not in `payload`: save it
+        # to the sidecar first rather than let the rename throw it away.
+        self._handle.replaced()  # the next call opens the new file
+        storage.repair_tail(fd, self.path, durable=self.durable)
+        storage.replace(fd, self.path, payload, durable=self.durable)
+
+    def repair_sync(self) -> bytes | None:
+        """Move a torn last line to :attr:`sidecar_path` now; return the bytes moved, if any."""
+        with self._locked(write=True, create=False) as fd:
+            if fd == MISSING:
+                return None
+            self._handle.sync_folder_once()
+            return storage.repair_tail(fd, self.path, durable=self.durable)
+
+    # -- hooks the SDK's compaction wrapper looks for (see ``compaction``) ------------------
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        """Replace the whole history in one rename (the SDK would otherwise clear, then add)."""
+        return await compaction.atomic_replace(self, items)
+
+    async def _get_compaction_snapshot(self, limit: int, *, prune_prefix: Any = None) -> Any:
+        """The newest ``limit`` items and a ``replace_suffix`` that swaps them in one rename."""
+        return await compaction.snapshot(self, limit, prune_prefix)
+
+    # -- following a live conversation (see ``watch``) -------------------------------------
+
+    def watch(self, **options: Any) -> Any:
+        """Follow this session live: ``async for change in session.watch(start="now")``.
+
+        See :func:`jsonl_session.watch.watch_session` for the options and the changes yielded.
+        """
+        from ..watch import watch_session
+
+        return watch_session(self, **options)
+
+    def watch_sync(self, **options: Any) -> Any:
+        """Blocking twin of :meth:`watch`: ``for change in session.watch_sync(...)``."""
+        from ..watch import watch_session_sync
+
+        return watch_session_sync(self, **options)
+
+    def close(self) -> None:
+        """Close the file descriptor this object keeps open (it reopens if used again)."""
+        self._handle.close()
+
+    # -- one implementation behind both faces -------------------------------------------
+
+    def _resolve_limit(self, limit: int | None) -> int | None:
+        if limit is None:
+            limit = getattr(self._session_settings, "limit", None)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
+        return limit
+
+    def _locked(self, *, write: bool, create: bool) -> Locked:
+        return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
+
+    def _locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
+        # Reads yield after the unlock, durable writes in their worker's hop; writes that stay
+        # on the loop yield first, so that a caller cancelled there knows nothing was done.
+        # The timeout was checked when it was set.
+        yield_first = write and not self.durable
+        return AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first)
+
+    async def _locked_in_thread(
+        self, function: Callable[..., T], *args: Any, write: bool, create: bool = False
+    ) -> T:
+        """Wait for the lock on the loop, then run ``function(fd, *args)`` in a worker thread, which unlocks.
+
+        For the async twins of blocking methods: waiting for another process sleeps on the
+        loop instead of parking a thread of its executor for up to ``lock_timeout``, and work
+        that has started finishes, and unlocks, even if the caller is cancelled.
+        """
+        lock = AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first=False)
+        async with lock as fd:
+            if fd == MISSING:  # no file, so nothing is locked: the worker has nothing to unlock
+                from ..core import (
+                    worker_threads as workers,  # here, not at import time: the CLI never needs threads
+                )
+
+                result: T = await workers.run(function, fd, *args)
+                return result
+            return await lock.finish_in_thread(function, fd, *args)
+
+    # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).
+
+    def _read(self, fd: int, limit: int | None) -> list[Any]:
+        if fd == MISSING:
+            return []
+        if limit is None and self.turn_limit is not None:
+            return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
+        return storage.read_items(fd, self.path, limit, size=self._handle.size)
+
+    # The first durable change through each opened file also makes its name durable
+    # (``FileHandle.sync_folder_once``): async callers run these in a worker thread.
+
+    def _append(self, fd: int, payload: bytes, size: int) -> None:
+        self._handle.sync_folder_once()
+        storage.append(fd, self.path, payload, durable=self.durable, size=size)
+
+    def _pop(self, fd: int) -> Any:
+        if fd == MISSING:
+            return None
+        self._handle.sync_folder_once()
+        return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
+
+    def _clear(self, fd: int) -> None:
+        if fd != MISSING:
+            self._handle.sync_folder_once()
+            storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
+
+
+async def _yield_once() -> None:
+    """Let other tasks run once: every async call yields to the loop, even one with nothing to do."""
+    import asyncio  # not at import time: the CLI starts without asyncio
+
+    await asyncio.sleep(0)
+
+
+def _encoding_or_none(items: list[Any]) -> bytes | None:
+    """The items as they would be written, or None if they cannot be (e.g. hand-edited huge ints)."""
+    try:
+        return encode_items(items)
+    except ValueError:
+        return None
+
+
+@dataclass
+class Draft:
+    """The items being edited inside :meth:`JSONLSession.rewrite`; assign or mutate ``items``."""
+
+    items: list[Any] = field(default_factory=list)

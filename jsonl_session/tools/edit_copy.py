@@ -1,0 +1,206 @@
+"""Edit a session by hand while an agent keeps writing to it: a copy, then a merge under the lock.
+
+``jsonl-session edit`` used to hold the session's write lock for as long as the editor was
+open, so a running agent's ``add_items`` failed with ``LockTimeout`` after 10 s
+(tests/test_edit_concurrent.py). Now the lock is held only for a moment at each end:
+
+1. the session's bytes are read under a shared lock (the *base*) and written to a copy next
+   to the session (``leftovers.create_edit_copy``: 0600, locked, removed when the edit ends;
+   ``check --fix`` removes one a killed edit left);
+2. the person edits the copy; agents append meanwhile, without waiting;
+3. on save, under the write lock: if the file is still the base, or the base plus appended
+   lines, the edited items plus the appended ones replace it. Anything else (a pop, a clear,
+   another rewrite) is a real conflict: nothing is saved and the edited copy is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core import codec, storage
+from ..core import temp_files as leftovers
+from ..core.errors import SessionFileError
+from ..core.locking import MISSING, FileHandle
+from .check import CALL_PAIRS
+
+if TYPE_CHECKING:
+    from ..session.store import JSONLSession
+
+_ANSWER_OF = {answer: call for call, answer in CALL_PAIRS.items()}
+
+
+@dataclass
+class EditCopy:
+    """The copy a person edits, and the bytes of the session it was made from.
+
+    Example:
+        >>> with edit_copy(session) as copy:                         # doctest: +SKIP
+        ...     subprocess.call(["vi", str(copy.path)])
+        ...     copy.save(edited_items)
+    """
+
+    session: JSONLSession
+    path: Path
+    base: bytes
+    written: bytes
+    keep: bool = False
+
+    def unchanged(self) -> bool:
+        """True if the copy still holds exactly what was written to it."""
+        return self.path.read_bytes() == self.written
+
+    def base_items(self) -> list[Any]:
+        """The items of the base (lines that are not items are left out)."""
+        return _items_of(self.base.removeprefix(codec.BOM).split(b"\n"))
+
+    def save(self, items: list[Any]) -> int:
+        """Replace the session with ``items`` plus whatever was appended since the copy; return how many were.
+
+        Raises:
+            SessionFileError: the session changed otherwise meanwhile (nothing is saved and the
+                copy is kept, at :attr:`path`), or it is gone.
+            ItemNotStorableError: an item cannot be written (the file is untouched).
+        """
+        session = self.session
+        codec.encode_items(items)  # refuse what cannot be stored before taking the lock
+        handle = FileHandle(session.path, durable=session.durable)
+        try:
+            with handle.locked(write=True, create=False, timeout=session.lock_timeout) as fd:
+                if fd == MISSING:
+                    self.keep = True
+                    raise SessionFileError(
+                        session.path, f"was deleted while you edited; your edit is kept in {self.path}"
+                    )
+                current = storage.read_range(fd, 0, handle.size)
+                appended = self._appended(current)
+                storage.replace(
+                    fd, session.path, codec.encode_items([*items, *appended]), durable=session.durable
+                )
+        finally:
+            handle.close()
+        return len(appended)
+
+    def _appended(self, current: bytes) -> list[Any]:
+        """Items appended after the base, or a conflict if the base is no longer the file's start."""
+        if not current.startswith(self.base):
+            self.keep = True
+            raise SessionFileError(
+                self.session.path,
+                "was changed while you edited (not only appended to: a pop, a clear or another rewrite); "
+                f"nothing saved, your edit is kept in {self.path}",
+            )
+        lines = current[len(self.base) :].split(b"\n")
+        tail = lines.pop()  # an unterminated last line: an item, or a torn tail the save moves aside
+        appended = []
+        for line in lines:
+            if codec.is_blank(line):
+                continue
+            item = storage.parse_item(line)
+            if item is None:
+                self.keep = True
+                raise SessionFileError(
+                    self.session.path,
+                    "a line appended while you edited is not an item; nothing saved, "
+                    f"your edit is kept in {self.path}",
+                )
+            appended.append(item)
+        tail_item = storage.parse_item(tail) if not codec.is_blank(tail) else None
+        return appended if tail_item is None else [*appended, tail_item]
+
+
+@contextmanager
+def edit_copy(session: JSONLSession) -> Iterator[EditCopy]:
+    """Snapshot the session into an edit copy next to it; remove the copy afterwards (unless kept).
+
+    SIGTERM and SIGHUP end the edit like Ctrl-C, so the copy is removed; after a SIGKILL it is
+    left, locked by nobody, for ``check --fix`` to remove.
+    """
+    base = _snapshot(session)
+    path, fd = leftovers.create_edit_copy(session.path)
+    copy = EditCopy(session, path, base, b"")
+    try:
+        with _signals_interrupt():
+            text = base.removeprefix(codec.BOM)
+            copy.written = text if not text or text.endswith(b"\n") else text + b"\n"
+            os.write(fd, copy.written)
+            yield copy
+    finally:
+        os.close(fd)
+        if not copy.keep:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def new_unanswered_calls(before: list[Any], after: list[Any]) -> list[str]:
+    """Tool calls left without their output by an edit (unanswered after, answered or absent before).
+
+    Example:
+        >>> call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+        >>> new_unanswered_calls([call, {"type": "function_call_output", "call_id": "c1"}], [call])
+        ["function_call 'c1' (f) has no function_call_output"]
+    """
+    already = set(_unanswered(before))
+    return [text for key, text in _unanswered(after).items() if key not in already]
+
+
+def _unanswered(items: list[Any]) -> dict[tuple[str, str], str]:
+    calls: dict[tuple[str, str], str] = {}
+    answered = set()
+    for item in items:
+        kind, call_id = item.get("type"), item.get("call_id")
+        if not isinstance(kind, str) or not isinstance(call_id, str):
+            continue
+        if kind in CALL_PAIRS:
+            name = f" ({item['name']})" if isinstance(item.get("name"), str) else ""
+            calls[(kind, call_id)] = f"{kind} {call_id!r}{name} has no {CALL_PAIRS[kind]}"
+        elif kind in _ANSWER_OF:
+            answered.add((_ANSWER_OF[kind], call_id))
+    return {key: text for key, text in calls.items() if key not in answered}
+
+
+def _snapshot(session: JSONLSession) -> bytes:
+    """The session's bytes under a shared lock, without a torn tail (the next writer moves it aside)."""
+    handle = FileHandle(session.path)
+    try:
+        with handle.locked(write=False, create=False, timeout=session.lock_timeout) as fd:
+            if fd == MISSING:
+                raise SessionFileError(session.path, "no such session")
+            data = storage.read_range(fd, 0, handle.size)
+    finally:
+        handle.close()
+    end = data.rfind(b"\n") + 1
+    tail = data[end:]
+    if codec.is_blank(tail) or storage.parse_item(tail.removeprefix(codec.BOM) if end == 0 else tail) is None:
+        return data[:end]
+    return data
+
+
+def _items_of(lines: list[bytes]) -> list[Any]:
+    return [item for item in map(storage.parse_item, lines) if item is not None]
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into KeyboardInterrupt while the edit runs, so cleanup happens."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
+    except ValueError:  # not the main thread: leave the signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

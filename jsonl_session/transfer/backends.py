@@ -1,0 +1,256 @@
+"""Copy a conversation between any two Agents SDK sessions, and open the SDK's backends by URL.
+
+This is how a conversation moves to a shared backend when one machine is no longer enough
+(``jsonl-session export``), or comes back to a file for reading and fixing
+(``jsonl-session import``). Any two objects with the ``Session`` methods work, so the copy
+itself knows nothing about files, SQL or Redis.
+
+URLs understood by :func:`open_url`:
+
+* ``sqlite:///path.db``: the SDK's ``SQLiteSession`` (relative path; ``sqlite:////abs.db``
+  for an absolute one, as in SQLAlchemy);
+* ``postgresql://user:password@host:5432/db`` (or ``postgres://``): ``SQLAlchemySession`` with
+  the asyncpg driver (needs ``jsonl-session[postgresql]``); same as ``postgresql+asyncpg://``;
+* any other SQLAlchemy async URL (``sqlite+aiosqlite:///x.db``, ``mysql+aiomysql://...``):
+  ``SQLAlchemySession`` (needs ``jsonl-session[sqlalchemy]``, or the URL's own driver);
+* ``redis://``, ``rediss://``, ``unix://``: ``RedisSession`` (needs ``jsonl-session[redis]``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ..core.errors import BackendUnavailable, InvalidBackendURL
+
+__all__ = ["Backend", "BackendUnavailable", "Progress", "copy_session", "open_backend", "open_url"]
+
+BATCH = 500
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(items_copied, items_total)`` after each batch."""
+
+
+async def copy_session(source: Any, target: Any, *, progress: Progress | None = None) -> int:
+    """Append every item of ``source`` to ``target``, in order, in batches; return how many.
+
+    Items are passed through unchanged, so copying there and back gives equal items. The
+    target is not cleared first: copy into an empty session for an exact copy.
+
+    Example:
+        >>> from agents import SQLiteSession                          # doctest: +SKIP
+        >>> await copy_session(JSONLSession("c1"), SQLiteSession("c1", "chats.db"))  # doctest: +SKIP
+        42
+    """
+    items = await source.get_items()
+    total = len(items)
+    if progress is not None:
+        progress(0, total)
+    for start in range(0, total, BATCH):
+        await target.add_items(items[start : start + BATCH])
+        if progress is not None:
+            progress(min(start + BATCH, total), total)
+    return total
+
+
+@asynccontextmanager
+async def open_url(url: str, session_id: str) -> AsyncIterator[Any]:
+    """Open the SDK session stored under ``session_id`` at ``url``; close it on exit.
+
+    Raises:
+        InvalidBackendURL: not a URL, or a scheme this function does not know (a ValueError).
+        BackendUnavailable: the backend's package is not installed.
+
+    Example:
+        >>> async with open_url("sqlite:///chats.db", "c1") as remote:   # doctest: +SKIP
+        ...     print(len(await remote.get_items()))
+    """
+    async with open_backend(url) as backend:
+        yield backend.session(session_id)
+
+
+class Backend:
+    """One connection to a backend, handing out its sessions (see :func:`open_backend`)."""
+
+    def __init__(
+        self, url: str, make: Callable[[str], Any], list_ids: Callable[[], Any], close: Callable[[Any], None]
+    ) -> None:
+        self.url = url
+        self._make = make
+        self._list_ids = list_ids
+        self._close = close
+
+    def session(self, session_id: str) -> Any:
+        """The SDK session stored under ``session_id`` (sharing this backend's connection)."""
+        return self._make(session_id)
+
+    def done(self, session: Any) -> None:
+        """Free what ``session`` holds on its own (SQLite: its connection); the backend stays open."""
+        self._close(session)
+
+    async def session_ids(self) -> list[str]:
+        """Ids of the sessions that have items there, sorted."""
+        return sorted(await self._list_ids())
+
+
+@asynccontextmanager
+async def open_backend(url: str) -> AsyncIterator[Backend]:
+    """Connect to the backend at ``url`` once, for many sessions; disconnect on exit.
+
+    Copying a whole folder opens one engine or client here, not one per session.
+
+    Example:
+        >>> async with open_backend("redis://localhost:6379/0") as backend:   # doctest: +SKIP
+        ...     print(await backend.session_ids())
+        ['convo_123', 'support-42']
+    """
+    scheme = url.split(":", 1)[0].lower() if "://" in url else ""
+    if scheme == "sqlite":
+        path = _sqlite_path(url)
+        opened: set[Any] = set()
+
+        def make_sqlite(session_id: str) -> Any:
+            session = _sqlite_session(path, session_id)
+            opened.add(session)
+            return session
+
+        def close_sqlite(session: Any) -> None:
+            opened.discard(session)
+            session.close()
+
+        try:
+            yield Backend(url, make_sqlite, lambda: asyncio.to_thread(_sqlite_ids, path), close_sqlite)
+        finally:
+            for session in list(opened):
+                close_sqlite(session)
+    elif scheme in ("redis", "rediss", "unix"):
+        client, redis_session = _redis_client(url)
+        try:
+            yield Backend(
+                url,
+                lambda session_id: redis_session(session_id, redis_client=client),
+                lambda: _redis_ids(client),
+                _keep,
+            )
+        finally:
+            await client.aclose()
+    elif scheme:
+        engine, sql_session = _sqlalchemy_engine(url)
+
+        def make_sql(session_id: str) -> Any:
+            return sql_session(session_id, engine=engine)
+
+        try:
+            # Tables are checked (and created) once, by a read through the SDK, rather than by
+            # every session: that inspection costs more than copying one (benchmarks/transfer.py).
+            await sql_session("jsonl-session-setup", engine=engine, create_tables=True).get_items(limit=1)
+            yield Backend(
+                url,
+                make_sql,
+                lambda: _sqlalchemy_ids(engine),
+                _keep,
+            )
+        finally:
+            await engine.dispose()
+    else:
+        raise InvalidBackendURL(
+            f"{url!r} is not a backend URL; use sqlite:///path.db, sqlite+aiosqlite:///path.db "
+            "(or another SQLAlchemy URL), postgresql://user@host/db or redis://host:port/db"
+        )
+
+
+# The SDK's sessions have no "list sessions" call: these read the layout its stores document
+# (default table names and key prefix), and only ever read.
+_MESSAGES_TABLE = "agent_messages"
+_REDIS_PREFIX = "agents:session:"
+
+
+def _keep(session: Any) -> None:
+    """Sessions sharing one engine or client hold nothing of their own."""
+
+
+def _sqlite_path(url: str) -> str:
+    path = url[len("sqlite:///") :] if url.lower().startswith("sqlite:///") else ""
+    if not path or path == ":memory:":
+        raise InvalidBackendURL(f"{url!r}: give a database file, e.g. sqlite:///chats.db")
+    return path
+
+
+def _sqlite_session(path: str, session_id: str) -> Any:
+    try:
+        from agents.memory import SQLiteSession
+    except ImportError:
+        raise BackendUnavailable(_missing("sqlite:///", "pip install 'jsonl-session[agents]'")) from None
+    return SQLiteSession(session_id, path)
+
+
+def _sqlite_ids(path: str) -> list[str]:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        try:
+            return [row[0] for row in db.execute(f"SELECT DISTINCT session_id FROM {_MESSAGES_TABLE}")]
+        except sqlite3.OperationalError:  # no such table: nothing was ever stored there
+            return []
+
+
+def _redis_client(url: str) -> tuple[Any, Any]:
+    try:
+        from agents.extensions.memory.redis_session import RedisSession
+        from redis.asyncio import Redis
+    except ImportError:
+        raise BackendUnavailable(_missing("redis://", "pip install 'jsonl-session[redis]'")) from None
+    return Redis.from_url(url), RedisSession
+
+
+async def _redis_ids(client: Any) -> list[str]:
+    suffix = b":messages"
+    found = []
+    async for key in client.scan_iter(match=_REDIS_PREFIX + "*" + ":messages", count=1000):
+        key = key if isinstance(key, bytes) else key.encode()
+        found.append(key[len(_REDIS_PREFIX) : -len(suffix)].decode())
+    return found
+
+
+def _sqlalchemy_engine(url: str) -> tuple[Any, Any]:
+    scheme, rest = url.split(":", 1)
+    if scheme.lower() in ("postgresql", "postgres"):
+        # SQLAlchemy's default PostgreSQL driver (psycopg2) is synchronous; the SDK needs an async one.
+        try:
+            importlib.import_module("asyncpg")
+        except ImportError:
+            raise BackendUnavailable(
+                f"{scheme}:// needs the asyncpg driver: pip install 'jsonl-session[postgresql]'"
+            ) from None
+        url = "postgresql+asyncpg:" + rest
+    try:
+        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+        from sqlalchemy.ext.asyncio import create_async_engine
+    except ImportError:
+        raise BackendUnavailable(
+            _missing("SQLAlchemy URLs", "pip install 'jsonl-session[sqlalchemy]' (or the URL's own driver)")
+        ) from None
+    try:
+        return create_async_engine(url), SQLAlchemySession
+    except ImportError as exc:  # the driver named in the URL (aiosqlite, asyncpg...)
+        raise BackendUnavailable(f"{url.split(':', 1)[0]}: driver not installed ({exc})") from None
+    except Exception as exc:  # noqa: BLE001  (sqlalchemy's ArgumentError and friends: a malformed URL)
+        raise InvalidBackendURL(f"{url!r}: not a usable SQLAlchemy URL ({exc})") from None
+
+
+async def _sqlalchemy_ids(engine: Any) -> list[str]:
+    from sqlalchemy import inspect, text
+
+    async with engine.connect() as connection:
+        if not await connection.run_sync(lambda sync: inspect(sync).has_table(_MESSAGES_TABLE)):
+            return []
+        rows = await connection.execute(text(f"SELECT DISTINCT session_id FROM {_MESSAGES_TABLE}"))
+        return [row[0] for row in rows]
+
+
+def _missing(what: str, how: str) -> str:
+    return f"{what} needs the Agents SDK backend that is not installed: {how}"

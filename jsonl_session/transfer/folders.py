@@ -1,0 +1,192 @@
+"""Copy every session of a folder to a shared backend, or every session of a backend to a folder.
+
+Moving a team to PostgreSQL or Redis means copying thousands of sessions, and a copy that long
+gets interrupted. So each session is copied all or nothing, and a second run picks up where the
+first stopped:
+
+* **export**: each session goes in one ``add_items`` call (one transaction in SQL, one
+  ``MULTI``/``EXEC`` pipeline in Redis), so an interrupted run leaves whole sessions or none;
+* **import**: each session is written in one rename under the file's lock (``rewrite``);
+* a target that already holds exactly the same items (byte-equal as JSON Lines) is skipped;
+  a target that holds anything else is reported as ``differs`` and never overwritten.
+
+Example:
+    >>> outcomes = await export_all(SessionDirectory("sessions"), "redis://localhost/0")  # doctest: +SKIP
+    >>> Counter(outcome.status for outcome in outcomes)                                   # doctest: +SKIP
+    Counter({'copied': 998, 'skipped': 2})
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..core import worker_threads as workers
+from ..core.codec import encode_items
+from ..session.folder import SessionDirectory
+from ..session.store import JSONLSession
+from .backends import Backend, open_backend
+
+CONCURRENCY = 8
+"""Sessions copied at once: enough to hide a network round trip, few enough for a small pool."""
+Status = Literal["copied", "skipped", "differs", "failed"]
+Progress = Callable[[int, int], None]
+"""Called as ``progress(sessions_done, sessions_total)``."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one session: ``copied``, ``skipped`` (already there, identical),
+    ``differs`` (the target holds other items: left alone) or ``failed`` (``detail`` says why)."""
+
+    session_id: str
+    status: Status
+    items: int = 0
+    detail: str = ""
+
+
+async def export_all(
+    directory: SessionDirectory, url: str, *, progress: Progress | None = None, concurrency: int = CONCURRENCY
+) -> list[Outcome]:
+    """Copy every session in ``directory`` to the backend at ``url`` under the same id.
+
+    ``concurrency`` sessions are in flight at once, to hide the backend's round trips.
+
+    Example:
+        >>> await export_all(SessionDirectory("sessions"), "postgresql://me@db/chats")  # doctest: +SKIP
+        [Outcome(session_id='convo_123', status='copied', items=42, detail=''), ...]
+    """
+    ids = directory.ids()
+    async with open_backend(url) as backend:
+
+        async def one(session_id: str) -> Outcome:
+            local = directory.open(session_id)
+            try:
+                items = await local.get_items()  # waits for a lock held elsewhere on the loop
+            finally:
+                local.close()
+            return await _export_one(backend, session_id, items)
+
+        return await _each(ids, one, progress, concurrency)
+
+
+async def _export_one(backend: Backend, session_id: str, items: list[Any]) -> Outcome:
+    remote = backend.session(session_id)
+    try:
+        try:
+            payload = encode_items(items)
+        except ValueError as exc:
+            return Outcome(session_id, "failed", len(items), str(exc))
+        existing = await remote.get_items()
+        if existing:
+            return _compare(
+                session_id,
+                existing,
+                payload,
+                f"the backend has {{}} items that differ from the {len(items)} here",
+            )
+        if items:
+            await remote.add_items(items)  # one call: one transaction, all or nothing
+        return Outcome(session_id, "copied", len(items))
+    finally:
+        backend.done(remote)
+
+
+async def import_all(
+    url: str, directory: SessionDirectory, *, progress: Progress | None = None, concurrency: int = CONCURRENCY
+) -> list[Outcome]:
+    """Copy every session stored at ``url`` into ``directory`` (one file per session id).
+
+    Example:
+        >>> await import_all("redis://localhost:6379/0", SessionDirectory("sessions"))  # doctest: +SKIP
+        [Outcome(session_id='convo_123', status='skipped', items=42, detail=''), ...]
+    """
+    async with open_backend(url) as backend:
+
+        async def one(session_id: str) -> Outcome:
+            remote = backend.session(session_id)
+            try:
+                items = await remote.get_items()
+            finally:
+                backend.done(remote)
+            local = directory.open(session_id)
+            try:
+                return await _import_one(local, items)
+            finally:
+                local.close()
+
+        return await _each(await backend.session_ids(), one, progress, concurrency)
+
+
+async def _each(
+    ids: list[str], work: Callable[[str], Awaitable[Outcome]], progress: Progress | None, concurrency: int
+) -> list[Outcome]:
+    """``work`` on every id, ``concurrency`` at a time; outcomes in the order of ``ids``.
+
+    If one fails with an error that is not about its session (the connection dropped), the
+    others are cancelled: each is all or nothing, so a re-run finishes the job.
+    """
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    done = 0
+    _report(progress, 0, len(ids))
+
+    async def one(session_id: str) -> Outcome:
+        nonlocal done
+        async with semaphore:
+            outcome = await work(session_id)
+        done += 1
+        _report(progress, done, len(ids))
+        return outcome
+
+    tasks = [asyncio.ensure_future(one(session_id)) for session_id in ids]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _import_one(local: JSONLSession, items: list[Any]) -> Outcome:
+    """Write all items in one rename if the session is empty, else compare.
+
+    Encoding, and the read, compare and rename under the lock, run in worker threads; the
+    lock is waited for on the loop. Items that cannot be written create no file.
+    """
+    try:
+        payload = await workers.run(encode_items, items)
+    except ValueError as exc:
+        return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
+    return await local._locked_in_thread(_import_locked, local, items, payload, write=True, create=True)
+
+
+def _import_locked(fd: int, local: JSONLSession, items: list[Any], payload: bytes) -> Outcome:
+    with local._rewriting(fd) as draft:
+        if draft.items:
+            return _compare(
+                local.session_id,
+                draft.items,
+                payload,
+                f"the file has {{}} items that differ from the backend's {len(items)}",
+            )
+        draft.items = items
+    return Outcome(local.session_id, "copied", len(items))
+
+
+def _compare(session_id: str, existing: list[Any], payload: bytes, differs: str) -> Outcome:
+    """``skipped`` if ``existing`` is byte-equal to ``payload`` once written, else ``differs``."""
+    try:
+        same = encode_items(existing) == payload
+    except ValueError:
+        same = False
+    if same:
+        return Outcome(session_id, "skipped", len(existing))
+    return Outcome(session_id, "differs", len(existing), differs.format(len(existing)) + "; not overwritten")
+
+
+def _report(progress: Progress | None, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
