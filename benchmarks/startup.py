@@ -1,7 +1,7 @@
 """Start-up: ``jsonl-session ls`` against a bare ``python -c pass``, in the same run.
 
 A short command's time is mostly interpreter start-up and imports. The target is ``ls``
-(20 small sessions) within 3x a bare interpreter; ``tests/test_startup.py`` pins *which*
+(20 small sessions) within 3x a bare interpreter; ``tests/project/test_startup.py`` pins *which*
 modules ``ls`` imports, this script measures the time. Runs are interleaved (each repetition
 runs every command) so load hits them alike; medians are reported. The package is
 byte-compiled first, as ``pip install`` leaves it (``benchmarks/installed.py`` says why).

@@ -4,7 +4,7 @@ A writer process appends numbered items (durable ``add_items``, the default) and
 one ``add_items`` returned; meanwhile this script runs ``sed -i`` (read the file, write a new
 one, rename it over the old) on the session again and again. At the end it counts the
 acknowledged items that are no longer in the file. docs/format.md quotes the result;
-tests/test_editor_rename.py shows the mechanism step by step.
+tests/core/test_editor_rename.py shows the mechanism step by step.
 
 Example:
     python stress/editor_rename.py --appends 3000

@@ -9,7 +9,7 @@ is set.
 
 Start-up is most of a short command's time, so modules only some commands need (asyncio,
 subprocess, tempfile, the checker, the backends) are imported inside those commands;
-``tests/test_startup.py`` keeps ``ls`` free of them.
+``tests/project/test_startup.py`` keeps ``ls`` free of them.
 
 Example:
     $ jsonl-session ls
@@ -121,7 +121,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return status
     if args.json:
         # The standard json module, not orjson: for these flat records (str, int, bool, None) it
-        # writes the same bytes, and loads ~10 ms sooner (tests/test_cli.py, test_startup.py).
+        # writes the same bytes, and loads ~10 ms sooner (tests/cli/test_cli.py, test_startup.py).
         import json
 
         for info in infos:
@@ -468,7 +468,7 @@ def _existing(args: argparse.Namespace, session_id: str) -> JSONLSession:
     if not _directory(args).exists(session_id):  # lstat: a symlink is not a session
         if os.path.lexists(session.path):
             # `check --secrets ID` read through a symlink out of the folder; every command
-            # that takes an id refuses here, as the lock would (tests/test_symlinks.py).
+            # that takes an id refuses here, as the lock would (tests/core/test_symlinks.py).
             raise UnsafePathError(session.path, "is a symlink or not a regular file; refusing to use it")
         raise Failure(f"{session_id}: no such session in {args.dir}")
     return session

@@ -309,7 +309,7 @@ def _walk(item: Any) -> Iterator[tuple[str | None, Any]]:
 
     Stops with ``(None, reason)`` at the first container nested deeper than orjson
     writes: a 10,000-deep or self-referencing item used to raise ``RecursionError`` here
-    (tests/test_hostile_content.py). Paths are built only for values actually yielded, from
+    (tests/render/test_hostile_content.py). Paths are built only for values actually yielded, from
     a chain of (segment, parent) links, so a deep item costs no quadratic string building.
     """
     stack: list[tuple[Any, int, Any]] = [(item, 1, None)]  # value, depth, link = (segment, parent link)

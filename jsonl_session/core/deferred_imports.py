@@ -2,7 +2,7 @@
 
 orjson's import (it loads uuid, decimal, datetime, json...) costs about half a bare
 interpreter's start-up, asyncio more than that; ``ls`` only counts lines and needs neither
-(``tests/test_startup.py``). A module-level stand-in replaces itself with the real module the
+(``tests/project/test_startup.py``). A module-level stand-in replaces itself with the real module the
 first time an attribute is read, so later calls cost exactly what they did before.
 
 Example:

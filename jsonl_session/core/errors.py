@@ -186,7 +186,7 @@ def _as_path(path: str | PathLike[str]) -> Path:
     """``path`` as a ``Path``, importing pathlib only once an error is made.
 
     With pathlib (it brings ``urllib.parse`` and ``ipaddress``), ``import jsonl_session`` and
-    ``jsonl-session ls`` took ~6 ms longer in a regular install (``tests/test_startup.py``).
+    ``jsonl-session ls`` took ~6 ms longer in a regular install (``tests/project/test_startup.py``).
     """
     from pathlib import Path
 

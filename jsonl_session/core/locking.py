@@ -31,7 +31,7 @@ C ``__enter__``/``__exit__`` leave no gap), and each step that can raise undoes 
 The one gap Python leaves is the first instruction of a context manager's ``__exit__``: an
 exception there skips it, so a weak reference to the lock object releases the lock when that
 object is freed, which CPython does as soon as the exception is handled
-(``tests/test_lock_signals.py``). No ``__del__`` runs on the normal path, where a signal's
+(``tests/core/test_lock_signals.py``). No ``__del__`` runs on the normal path, where a signal's
 exception would be swallowed.
 
 **Fork.** ``flock`` locks are shared with a forked child through the inherited descriptor, so
@@ -240,7 +240,7 @@ class FileHandle:
         ``fdatasync`` does not persist the folder entry that names a file. A file this handle
         created had its folder fsynced then; one made by ``git checkout``, an editor or ``cp``
         may never have, and a crash could lose it whole. So once per opened file, the folder
-        is fsynced too (``tests/test_folder_durability.py``).
+        is fsynced too (``tests/core/test_folder_durability.py``).
         """
         if self.folder_unsynced and self.durable:
             fsync_directory(os.path.dirname(self._path_str) or ".")

@@ -90,7 +90,7 @@ def _create(path: StrPath, *, durable: bool) -> int:
             fsync_directory(directory)
         except BaseException:
             # Opening the folder can fail with EMFILE when our own descriptor took the
-            # last slot: do not leak it (tests/test_locking.py::
+            # last slot: do not leak it (tests/core/test_locking.py::
             # test_a_failed_directory_fsync_after_creating_leaks_no_descriptor).
             os.close(fd)
             raise

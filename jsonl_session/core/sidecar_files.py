@@ -33,7 +33,8 @@ from collections.abc import Collection
 from . import storage
 from .deferred_imports import OnFirstUse
 from .errors import SessionFileError, UnsafePathError
-from .locking import MISSING, FileHandle, fsync_directory, make_private_directories
+from .locking import fsync_directory, make_private_directories
+from .transaction import Transaction
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -149,21 +150,13 @@ def remove(path: Path, *, durable: bool) -> bool:
 
 def append_line(path: Path, record: dict[str, Any], *, durable: bool, timeout: float) -> None:
     """Append one record to a JSON Lines sidecar, under that file's lock, as sessions are appended."""
-    handle = FileHandle(path, durable=durable)
-    try:
-        with handle.locked(write=True, create=True, timeout=timeout) as fd:
-            storage.append(fd, path, stable_json(record, indent=False), durable=durable, size=handle.size)
-    finally:
-        handle.close()
+    with Transaction(path, write=True, create=True, timeout=timeout, durable=durable) as file:
+        storage.append(file.fd, path, stable_json(record, indent=False), durable=durable, size=file.size)
 
 
 def read_lines(path: Path, *, timeout: float) -> list[Any]:
     """Every record of a JSON Lines sidecar (a torn tail is skipped, as in sessions)."""
-    handle = FileHandle(path)
-    try:
-        with handle.locked(write=False, create=False, timeout=timeout) as fd:
-            if fd == MISSING:
-                return []
-            return storage.read_items(fd, path, size=handle.size)
-    finally:
-        handle.close()
+    with Transaction(path, write=False, timeout=timeout) as file:
+        if not file.exists:
+            return []
+        return storage.read_items(file.fd, path, size=file.size)

@@ -234,7 +234,7 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
 def _keep_owner(temp_fd: int, held: os.stat_result, path: Path) -> None:
     """Give the new file the old one's owner and group, or refuse before anything is replaced.
 
-    Run as root, a rewrite used to hand the session to root (tests/test_ownership.py).
+    Run as root, a rewrite used to hand the session to root (tests/core/test_ownership.py).
     """
     made = os.fstat(temp_fd)
     if (made.st_uid, made.st_gid) == (held.st_uid, held.st_gid):
@@ -374,7 +374,7 @@ def count_items(fd: int) -> int:
 
     Lines are counted, not parsed, so listing a folder stays cheap: ``check`` finds bad lines.
     The file is read in pieces of ``_MAX_CHUNK``: reading it whole made ``ls`` of a 300 MB
-    session peak near 600 MB (tests/test_memory.py).
+    session peak near 600 MB (tests/project/test_memory.py).
     """
     count = 0
     position = 0

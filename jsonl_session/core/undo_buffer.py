@@ -3,7 +3,7 @@
 A durable ``pop`` or ``clear`` cuts the file, then syncs; if the sync fails the file must be
 as it was (tests/reliability/test_faults.py), so the removed bytes are kept until the sync
 succeeds. ``clear_session()`` of a 300 MB session used to keep all 300 MB in memory
-(tests/test_memory.py). Small removals (a ``pop``) still stay in memory; larger ones are
+(tests/project/test_memory.py). Small removals (a ``pop``) still stay in memory; larger ones are
 copied by the kernel (``copy_file_range``) into an unnamed file in the session's own folder:
 no copy of the conversation in a shared temp folder, and none left behind by a crash
 (``O_TMPFILE`` files vanish with their last descriptor). Where no such file can be made (a
@@ -72,7 +72,7 @@ def _unnamed_file(folder: Path) -> int:
     try:
         return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
     except (AttributeError, OSError):  # no O_TMPFILE (macOS) or not on this file system
-        import tempfile  # here: `jsonl-session ls` never spills (tests/test_startup.py)
+        import tempfile  # here: `jsonl-session ls` never spills (tests/project/test_startup.py)
 
         with tempfile.TemporaryFile(dir=folder, prefix=".jsonl-session-spill-") as file:
             return os.dup(file.fileno())  # the name is already gone; the dup keeps the data

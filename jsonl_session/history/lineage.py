@@ -26,8 +26,9 @@ from typing import Any
 from ..core import codec, storage
 from ..core import sidecar_files as sidecars
 from ..core.errors import SessionFileError
-from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
+from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.names import filename_for
+from ..core.transaction import Transaction
 
 
 @dataclass(frozen=True)
@@ -114,14 +115,10 @@ def divergence(session_path: Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
         return None
     source_path = session_path.with_name(filename_for(lineage.source))
     origin = f"forked from {lineage.source!r} at {lineage.items} items ({lineage.forked_at})"
-    handle = FileHandle(source_path)
-    try:
-        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
-            if fd == MISSING:
-                return f"{origin}; {lineage.source!r} no longer exists"
-            copied = storage.read_items(fd, source_path, size=handle.size)[: lineage.items]
-    finally:
-        handle.close()
+    with Transaction(source_path, write=False, timeout=lock_timeout) as file:
+        if not file.exists:
+            return f"{origin}; {lineage.source!r} no longer exists"
+        copied = storage.read_items(file.fd, source_path, size=file.size)[: lineage.items]
     if len(copied) < lineage.items:
         return f"{origin}; {lineage.source!r} now has {len(copied)} items"
     if prefix_hash(copied) != lineage.prefix_sha256:

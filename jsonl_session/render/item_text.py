@@ -164,5 +164,5 @@ def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     # Not repr(): it recurses, and a 1,000-deep line that reading accepted made show,
-    # stats and grep fail with RecursionError (tests/test_hostile_content.py).
+    # stats and grep fail with RecursionError (tests/render/test_hostile_content.py).
     return dumps_any(value).decode()

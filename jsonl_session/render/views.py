@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from ..core import codec, storage
-from ..core.locking import MISSING, FileHandle
+from ..core.transaction import Transaction
 from .item_text import label, text_of
 
 HANDOFF_PREFIX = "transfer_to_"
@@ -181,21 +181,17 @@ def newest_views(
     """The views of the newest ``count`` lines, how many views the whole file has, and its size.
 
     One pass in pieces under the shared lock, keeping ``count`` lines: ``show --html -n 1`` of
-    a 300 MB session held the file, its lines and their items at once (tests/test_memory.py).
+    a 300 MB session held the file, its lines and their items at once (tests/project/test_memory.py).
     The views are the ones :func:`views_of_lines` gives for the same lines: handoff calls
     before the window are still recognised, and a torn tail is still named.
     """
-    handle = FileHandle(Path(path))
-    try:
-        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
-            if fd == MISSING:
-                raise FileNotFoundError(2, "No such file or directory", str(path))
-            size = os.fstat(fd).st_size
-            window = _Window(count)
-            for scan in storage.scan_file(fd, size):  # about 1 MB at a time
-                window.take(scan)
-    finally:
-        handle.close()
+    with Transaction(Path(path), write=False, timeout=lock_timeout) as file:
+        if not file.exists:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        size = os.fstat(file.fd).st_size
+        window = _Window(count)
+        for scan in storage.scan_file(file.fd, size):  # about 1 MB at a time
+            window.take(scan)
     return window.views(), window.total, size
 
 
@@ -247,14 +243,10 @@ def _item(line: bytes, loads: Callable[[bytes], Any] = codec.decode_line) -> dic
 
 def read_file(path: str | os.PathLike[str], *, lock_timeout: float) -> bytes:
     """A session file's bytes, read under its shared lock (so no half-written append is seen)."""
-    handle = FileHandle(Path(path))
-    try:
-        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
-            if fd == MISSING:
-                raise FileNotFoundError(2, "No such file or directory", str(path))
-            return storage.read_range(fd, 0, os.fstat(fd).st_size)
-    finally:
-        handle.close()
+    with Transaction(Path(path), write=False, timeout=lock_timeout) as file:
+        if not file.exists:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return storage.read_range(file.fd, 0, os.fstat(file.fd).st_size)
 
 
 def safe(text: str) -> str:

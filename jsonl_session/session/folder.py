@@ -4,7 +4,7 @@
 session class (and the settings, turns and features it brings), lineage hashing and turn
 splitting are imported by the methods that use them, and a listing keeps the names and
 times ``os.scandir`` and ``os.stat`` give until someone asks for a ``Path`` or a ``datetime``
-(``tests/test_startup.py``: pathlib and datetime were ~8 ms of a 45 ms ``ls``).
+(``tests/project/test_startup.py``: pathlib and datetime were ~8 ms of a 45 ms ``ls``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from ..core import sidecar_files as sidecars
 from ..core import storage
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
-from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout, fsync_directory
+from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
 from ..core.names import DEFAULT_DIRECTORY, id_for
+from ..core.transaction import Transaction
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -281,18 +282,14 @@ class SessionDirectory:
         has looked at yet.
         """
         path = self.open(session_id).path
-        handle = FileHandle(path)
-        try:
-            with handle.locked(write=True, create=False, timeout=self.lock_timeout) as fd:
-                if fd == MISSING:
-                    return False
-                for kind in sidecars.KINDS:
-                    sidecars.remove(sidecars.sidecar(path, kind), durable=False)
-                os.unlink(path)
-                if self.durable:
-                    fsync_directory(self.directory)
-        finally:
-            handle.close()
+        with Transaction(path, write=True, timeout=self.lock_timeout) as file:
+            if not file.exists:
+                return False
+            for kind in sidecars.KINDS:
+                sidecars.remove(sidecars.sidecar(path, kind), durable=False)
+            os.unlink(path)
+            if self.durable:
+                fsync_directory(self.directory)
         return True
 
     def fork(
@@ -351,14 +348,10 @@ class SessionDirectory:
 
 def _count(path: str, lock_timeout: float) -> tuple[os.stat_result, int] | None:
     """The file's stat and item count, read under its shared lock; None if it is gone."""
-    handle = FileHandle(path)
-    try:
-        with handle.locked(write=False, create=False, timeout=lock_timeout) as fd:
-            if fd == MISSING:
-                return None
-            return os.fstat(fd), storage.count_items(fd)
-    finally:
-        handle.close()
+    with Transaction(path, write=False, timeout=lock_timeout) as file:
+        if not file.exists:
+            return None
+        return os.fstat(file.fd), storage.count_items(file.fd)
 
 
 def _forked_from(path: str) -> str | None:

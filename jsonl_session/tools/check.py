@@ -31,7 +31,8 @@ from typing import Any
 from ..core import codec, storage
 from ..core import temp_files as leftovers
 from ..core.errors import LockTimeout, SessionFileError, TornTailWarning
-from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
+from ..core.locking import DEFAULT_LOCK_TIMEOUT
+from ..core.transaction import Transaction
 
 # A call item type -> the type of the item that answers it, matched on ``call_id``.
 CALL_PAIRS = {
@@ -79,21 +80,20 @@ def check_file(
         sessions/convo_123.jsonl:7: function_call 'call_1' (get_weather) has no function_call_output
     """
     path = Path(path)
-    handle = FileHandle(path)
     try:
-        with handle.locked(write=fix, create=False, timeout=lock_timeout) as fd:
-            if fd == MISSING:
+        with Transaction(path, write=fix, timeout=lock_timeout) as file:
+            if not file.exists:
                 return [Problem(path, None, "no such file")]
             lines = _LineChecker(path, _awaiting_approval(path))
-            for scan in storage.scan_file(fd, handle.size):  # a piece at a time: memory stays flat
+            for scan in storage.scan_file(file.fd, file.size):  # a piece at a time: memory stays flat
                 lines.take(scan)
             problems = lines.problems()
             torn = lines.torn_tail()
             if torn is not None and fix:
-                handle.sync_folder_once()
+                file.sync_folder_once()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", TornTailWarning)  # reported as a Problem instead
-                    storage.repair_tail(fd, path, durable=True)
+                    storage.repair_tail(file.fd, path, durable=True)
                 torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
             # Under the session's lock no rewrite of it is under way: its temporary files are
             # a killed writer's (the lock on each is checked as well, see ``leftovers``).
@@ -108,8 +108,6 @@ def check_file(
         ]
     except OSError as exc:  # e.g. no permission to read it
         return [Problem(path, None, f"not checked: {exc.strerror or exc}")]
-    finally:
-        handle.close()
     if torn is not None:
         problems.append(torn)
     problems.extend(_lineage_problems(path, lock_timeout))
@@ -248,7 +246,7 @@ def _shape_problem(line: bytes, item: dict[str, Any]) -> str | None:
     """What makes a parsed item unusable although it is a JSON object, or None.
 
     A ``type`` or ``call_id`` that is a list or an object crashed the whole folder's check
-    ("unhashable type", tests/test_hostile_content.py); a line nested deeper than orjson
+    ("unhashable type", tests/render/test_hostile_content.py); a line nested deeper than orjson
     writes reads fine but cannot be written back by any rewrite.
     """
     kind = item.get("type")

@@ -2,7 +2,7 @@
 
 ``jsonl-session edit`` used to hold the session's write lock for as long as the editor was
 open, so a running agent's ``add_items`` failed with ``LockTimeout`` after 10 s
-(tests/test_edit_concurrent.py). Now the lock is held only for a moment at each end:
+(tests/tools/test_edit_concurrent.py). Now the lock is held only for a moment at each end:
 
 1. the session's bytes are read under a shared lock (the *base*) and written to a copy next
    to the session (``leftovers.create_edit_copy``: 0600, locked, removed when the edit ends;
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import codec, storage
 from ..core import temp_files as leftovers
 from ..core.errors import SessionFileError
-from ..core.locking import MISSING, FileHandle
+from ..core.transaction import Transaction
 from .check import CALL_PAIRS
 
 if TYPE_CHECKING:
@@ -69,21 +69,19 @@ class EditCopy:
         """
         session = self.session
         codec.encode_items(items)  # refuse what cannot be stored before taking the lock
-        handle = FileHandle(session.path, durable=session.durable)
-        try:
-            with handle.locked(write=True, create=False, timeout=session.lock_timeout) as fd:
-                if fd == MISSING:
-                    self.keep = True
-                    raise SessionFileError(
-                        session.path, f"was deleted while you edited; your edit is kept in {self.path}"
-                    )
-                current = storage.read_range(fd, 0, handle.size)
-                appended = self._appended(current)
-                storage.replace(
-                    fd, session.path, codec.encode_items([*items, *appended]), durable=session.durable
+        with Transaction(
+            session.path, write=True, timeout=session.lock_timeout, durable=session.durable
+        ) as file:
+            if not file.exists:
+                self.keep = True
+                raise SessionFileError(
+                    session.path, f"was deleted while you edited; your edit is kept in {self.path}"
                 )
-        finally:
-            handle.close()
+            current = storage.read_range(file.fd, 0, file.size)
+            appended = self._appended(current)
+            storage.replace(
+                file.fd, session.path, codec.encode_items([*items, *appended]), durable=session.durable
+            )
         return len(appended)
 
     def _appended(self, current: bytes) -> list[Any]:
@@ -168,14 +166,10 @@ def _unanswered(items: list[Any]) -> dict[tuple[str, str], str]:
 
 def _snapshot(session: JSONLSession) -> bytes:
     """The session's bytes under a shared lock, without a torn tail (the next writer moves it aside)."""
-    handle = FileHandle(session.path)
-    try:
-        with handle.locked(write=False, create=False, timeout=session.lock_timeout) as fd:
-            if fd == MISSING:
-                raise SessionFileError(session.path, "no such session")
-            data = storage.read_range(fd, 0, handle.size)
-    finally:
-        handle.close()
+    with Transaction(session.path, write=False, timeout=session.lock_timeout) as file:
+        if not file.exists:
+            raise SessionFileError(session.path, "no such session")
+        data = storage.read_range(file.fd, 0, file.size)
     end = data.rfind(b"\n") + 1
     tail = data[end:]
     if codec.is_blank(tail) or storage.parse_item(tail.removeprefix(codec.BOM) if end == 0 else tail) is None:

@@ -18,7 +18,7 @@ holds a word its raw line does not in these cases, each handled here:
   ``True``, ``False``, ``inf``, ``nan`` from values that are no text: words found in those
   are not pre-filtered.
 
-``tests/test_grep_prefilter.py`` pins each case.
+``tests/tools/test_grep_prefilter.py`` pins each case.
 
 Example:
     >>> prefilter_for("zanzibar", ignore_case=False).word

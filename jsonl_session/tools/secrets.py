@@ -227,7 +227,7 @@ def _distinct_key(key: str, original: dict[str, Any], taken: dict[str, Any]) -> 
     """``key``, or ``key 2``, ``key 3``...: the first that no other key of the object has or will have.
 
     Two secrets used as keys of one object both became ``[REDACTED:<kind>]``, and one value
-    was silently dropped (tests/test_hostile_content.py).
+    was silently dropped (tests/render/test_hostile_content.py).
     """
     candidate, number = key, 1
     while candidate in taken or candidate in original:

@@ -67,7 +67,7 @@ def test_an_append_after_the_save_goes_to_the_new_file(sessions_dir: Path) -> No
 
 
 def test_format_md_says_what_is_safe_and_points_to_edit() -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "format.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "format.md").read_text(encoding="utf-8")
     section = doc.split("### Editing by hand while a writer runs", 1)[1].split("\n## ", 1)[0]
     assert "**Not safe while a writer runs: editors that save by rename** (`sed -i`" in section
     assert "`jsonl-session edit ID`" in section and "stress/editor_rename.py" in section

@@ -15,7 +15,7 @@ from viewer_helpers import HAND_WRITTEN_BAD_LINES, conversation, write_session
 
 from jsonl_session import JSONLSession
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def page_data(page: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.append(str(BENCHMARKS))  # after everything else: shadows nothing
 
 import items as item_source  # benchmarks/items.py

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cli_helpers import cli_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def console_blocks(text: str) -> list[str]:

@@ -15,7 +15,7 @@ from lock_helpers import another_process_can_lock
 from jsonl_session import JSONLSession, JSONLSessionError, LockReentryError, LockTimeout
 from jsonl_session.core.locking import BUSY, MISSING, FileHandle, check_lock_timeout
 
-PACKAGE = Path(__file__).resolve().parents[1] / "jsonl_session"
+PACKAGE = Path(__file__).resolve().parents[2] / "jsonl_session"
 
 
 def test_locked_yields_the_descriptor_or_missing_and_always_unlocks(sessions_dir: Path) -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from jsonl_session import JSONLSession
 from jsonl_session.core.codec import decode_line, encode_items
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)  # any Unicode but lone surrogates
 scalars = (

@@ -19,7 +19,7 @@ from jsonl_session import JSONLSession, LockTimeout, MalformedLineError
 from jsonl_session.core.locking import FileHandle
 from jsonl_session.tools.secrets import mask, redact_session, redact_text, scan_file, scan_text
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ALNUM = "A1b2C3d4E5f6G7h8J9k0"  # 20 chars with digits, the shape real tokens have
 
 

@@ -1,4 +1,4 @@
-"""One error tree and a complete ``__all__`` (after httpx's ``tests/test_exported_members.py``).
+"""One error tree and a complete ``__all__`` (after httpx's ``tests/project/test_exported_members.py``).
 
 Every error the library raises derives from ``JSONLSessionError`` and the matching builtin, so
 ``except JSONLSessionError`` catches them all and ``except FileNotFoundError`` keeps working.

@@ -430,7 +430,7 @@ def test_grep_finds_text_behind_json_escapes(sessions_dir: Path, capsys: pytest.
 
 
 def test_every_command_is_documented_in_the_readme() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("<!-- section: cli -->", 1)[1].split("<!-- /section: cli -->", 1)[0]
     for name in every_command():
         documented = re.search(rf"(\$ jsonl-session {name}\b|`{name}\b)", section)

@@ -173,7 +173,7 @@ def test_all_is_exclusive_with_an_id(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_the_transfer_benchmark_runs_quick(tmp_path: Path) -> None:
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
-    benchmark = Path(__file__).resolve().parent.parent / "benchmarks" / "transfer.py"
+    benchmark = Path(__file__).resolve().parents[2] / "benchmarks" / "transfer.py"
     out = tmp_path / "transfer.json"
     done = subprocess.run(
         [sys.executable, str(benchmark), "--quick", "--backends", "redis", "--out", str(out)],

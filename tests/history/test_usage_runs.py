@@ -16,7 +16,7 @@ from jsonl_session.tools.check import check_file
 
 agents = pytest.importorskip("agents")
 helpers = pytest.importorskip("history_helpers")
-HELPER = Path(__file__).with_name("history_helpers.py")
+HELPER = Path(__file__).parents[1] / "history_helpers.py"
 
 
 def two_runs(sessions_dir: Path) -> JSONLSession:
@@ -187,7 +187,7 @@ def test_save_load_and_clear_run_state_explicitly(sessions_dir: Path) -> None:
 
 
 def test_the_history_example_pauses_and_a_second_process_approves(tmp_path: Path) -> None:
-    example = Path(__file__).resolve().parent.parent / "examples" / "history.py"
+    example = Path(__file__).resolve().parents[2] / "examples" / "history.py"
     folder = tmp_path / "sessions"
 
     def example_run(*extra: str) -> str:

@@ -39,7 +39,7 @@ from jsonl_session.watch import Change, SessionWatchSync, apply, watch_directory
 
 A, B, C, D = ({"n": n} for n in range(4))
 SENTINEL = {"sentinel": True}
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Each op must change the file's items, so that each one produces at least one change.
 OPS: list[tuple[Any, ...]] = [
@@ -415,7 +415,7 @@ def test_ctrl_c_ends_the_sync_watch_cleanly(sessions_dir: Path, mode: str, expec
     sessions_dir.mkdir()
     process = subprocess.Popen(
         [sys.executable, "-c", CTRL_C_SCRIPT, str(sessions_dir), mode],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
