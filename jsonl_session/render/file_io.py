@@ -17,6 +17,7 @@ from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from .diff_text import diff_text
 from .html import transcript_page
 from .markdown import markdown
+from .sizes import human_size
 from .views import ItemView, encode_views, newest_views, read_file, safe, views_of_lines
 
 
@@ -41,7 +42,7 @@ class Views:
         count = f"{self.total} item{'' if self.total == 1 else 's'}"
         if shown < self.total:
             count = f"the newest {shown} of {count}"
-        return f"{self.path} · {count} · {_size(self.size)}"
+        return f"{self.path} · {count} · {human_size(self.size)}"
 
 
 def read_views(
@@ -82,11 +83,3 @@ def session_markdown(
 def file_diff_text(path: str | os.PathLike[str], *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> str:
     """The stable transcript text ``git diff`` compares (see :mod:`jsonl_session.render.diff_text`)."""
     return safe(diff_text(read_views(path, lock_timeout=lock_timeout).views))
-
-
-def _size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / 1024 / 1024:.1f} MB"

@@ -24,6 +24,7 @@ import html
 import re
 from collections.abc import Iterable
 
+from .sizes import human_size
 from .views import Block, ItemView, visible_controls
 
 FOLD_CHARS = 600
@@ -93,7 +94,8 @@ def details(block: Block) -> str:
     folded = len(text) > FOLD_CHARS or lines > FOLD_LINES
     longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     fence = "`" * max(3, longest + 1)
-    summary = html.escape(f"{block.caption} · {lines} line{'' if lines == 1 else 's'} · {_size(len(text))}")
+    size = human_size(len(text.encode(errors="surrogatepass")))  # bytes, as ls and the viewer count
+    summary = html.escape(f"{block.caption} · {lines} line{'' if lines == 1 else 's'} · {size}")
     return (
         f"<details{'' if folded else ' open'}><summary>{summary}</summary>\n\n"
         f"{fence}{block.lang}\n{text}\n{fence}\n\n</details>\n"
@@ -108,7 +110,3 @@ def _escape(line: str) -> str:
 def _escape_start(match: re.Match[str]) -> str:
     marker = match.group(2)
     return match.group(1) + marker[:-1] + "\\" + marker[-1]
-
-
-def _size(length: int) -> str:
-    return f"{length / 1024:.1f} KB" if length > 1024 else f"{length} chars"
