@@ -41,6 +41,18 @@ def _open_paths(pid: int) -> set[str]:
     return paths
 
 
+def _wait_for_exit(process: Any, timeout: float) -> None:
+    """Wait for the process itself to end (waitpid), not for its sentinel pipe to close.
+
+    ``Process.join`` waits for the sentinel, a pipe whose write end every process forked from
+    ``process`` inherits: with its idle forked child still alive, ``join`` sat out its whole
+    timeout (30 s) although the writer died at once. ``exitcode`` reaps with ``waitpid(WNOHANG)``.
+    """
+    deadline = time.monotonic() + timeout
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def test_a_writer_killed_inside_rewrite_leaves_no_lock_with_its_idle_forked_child(sessions_dir: Path) -> None:
     idle, inside = CTX.Event(), CTX.Event()
     receive, send = CTX.Pipe(duplex=False)
@@ -56,16 +68,17 @@ def test_a_writer_killed_inside_rewrite_leaves_no_lock_with_its_idle_forked_chil
         assert str(path) not in _open_paths(child)  # closed right after fork: the child holds nothing
         assert not another_process_can_lock(path)  # the writer holds it, inside rewrite()
         writer.kill()
-        writer.join(30)
+        _wait_for_exit(writer, 30)
         assert writer.exitcode == -signal.SIGKILL
+        os.kill(child, 0)  # the idle child is still alive, and still holds its inherited descriptors
         assert another_process_can_lock(path)  # at once: the idle child did not keep it alive
         assert JSONLSession("forked", sessions_dir, lock_timeout=0).get_items_sync() == [{"a": 1}]
     finally:
-        if writer.is_alive():
-            writer.kill()
-            writer.join()
+        # The child first: once it is gone nothing holds the writer's sentinel, so join() returns.
         if child is not None:
             os.kill(child, signal.SIGKILL)
+        writer.kill()
+        writer.join(30)
 
 
 def _async_writer_that_forks(directory: str, result: Any) -> None:
