@@ -1,6 +1,6 @@
 """Where a benchmark writes its results: scratch by default, the committed files only when asked.
 
-``benchmarks/results/`` holds the numbers the README quotes, from one run on a quiet machine.
+``benchmarks/results/`` holds the numbers docs/benchmarks.md quotes, from one run on a quiet machine.
 A run to try something out must not replace them, so every benchmark writes to
 ``benchmarks/output/`` (ignored by git) unless given ``--out DIR`` or ``--update-results``.
 

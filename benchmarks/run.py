@@ -5,7 +5,7 @@ Usage (from the repository root, in a fresh venv):
     .venv/bin/pip install -e '.[bench]' && .venv/bin/python benchmarks/run.py --update-results
 
 writes ``benchmarks/results/results.json`` (every number), ``results.md`` (the tables the
-README shows) and ``latency.png``; without ``--update-results`` (or with ``--out DIR``) they go
+docs/benchmarks.md shows) and ``latency.png``; without ``--update-results`` (or with ``--out DIR``) they go
 to ``benchmarks/output/`` instead, and the committed results are left alone. Scratch
 sessions go to ``benchmarks/output/`` (ignored by git) and are deleted at the end.
 

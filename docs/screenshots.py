@@ -1,4 +1,4 @@
-"""Make the README's screenshots of ``jsonl-session serve``: the index and a live session page.
+"""Make docs/viewer.md's screenshots of ``jsonl-session serve``: the index and a live session page.
 
 Usage (from the repository root; needs Debian's ``chromium`` and ``pip install -e '.[test]'``)::
 

@@ -5,7 +5,7 @@ A watch yields :class:`Change` objects, in order, that say what happened to the 
 ``appended``, items ``removed`` from the end (``pop_item``), ``cleared``, ``replaced`` (the file
 was rewritten or swapped, e.g. by an editor or ``git checkout``) or ``deleted``. Applying them
 with :func:`apply` to a list rebuilds the session's items, exactly: at every quiet point the
-list equals ``get_items()`` (see the README's live-tail section for the guarantee and its limits).
+list equals ``get_items()`` (see docs/live-tail.md, "The guarantee", for the guarantee and its limits).
 
     async for change in session.watch(start="all"):      # or: for change in session.watch_sync()
         apply(change, items)

@@ -44,7 +44,7 @@ def apply(change: Change, items: list[Any]) -> list[Any]:
     """Apply ``change`` to ``items`` in place (and return it), to mirror the session in memory.
 
     With ``start="all"`` the list then equals the session's items as of the change (at every
-    quiet point, see the README's live-tail section). With ``start="now"`` or a number it
+    quiet point, see docs/live-tail.md, "The guarantee"). With ``start="now"`` or a number it
     holds the newest items seen (removing more items than the list holds empties it), until
     a ``replaced`` change hands over the full list.
 

@@ -20,7 +20,7 @@ The engine never assumes: whatever happened between two wake-ups (pops, clears, 
 identical bytes, a rename whose file got the old inode number back), the follower's list
 equals the file's items after the wake-up. Only an edit in place by another tool that keeps
 the size, the mark and the last line, or that changes bytes before the last line without
-changing the mark, goes unseen (see the README).
+changing the mark, goes unseen (see docs/live-tail.md, "Edits by other tools").
 """
 
 from __future__ import annotations
