@@ -3,7 +3,8 @@
 ``store`` is the Agents SDK ``Session`` over one file; ``history_methods`` adds turns,
 lineage, usage and paused runs to it; ``compaction`` holds the hooks the SDK's compaction
 wrapper looks for; ``settings`` is the SDK's ``SessionSettings`` when the SDK is loaded;
-``folder`` lists, opens, deletes and forks the sessions of a directory.
+``folder`` lists, opens, deletes and forks the sessions of a directory; ``parsing`` turns JSON
+Lines a person wrote into items (``jsonl-session add -``, ``edit``).
 
 Example:
     >>> from jsonl_session.session import JSONLSession, DEFAULT_DIRECTORY
@@ -13,12 +14,19 @@ from ..core.deferred_imports import exported_on_first_use
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from ..core.locking import DEFAULT_LOCK_TIMEOUT
     from ..core.names import DEFAULT_DIRECTORY
     from .store import Draft, JSONLSession
 
-__all__ = ["DEFAULT_DIRECTORY", "Draft", "JSONLSession"]
+__all__ = ["DEFAULT_DIRECTORY", "DEFAULT_LOCK_TIMEOUT", "Draft", "JSONLSession"]
 
 __getattr__, __dir__ = exported_on_first_use(
-    __name__, {"DEFAULT_DIRECTORY": "store", "Draft": "store", "JSONLSession": "store"}
+    __name__,
+    {
+        "DEFAULT_DIRECTORY": "store",
+        "DEFAULT_LOCK_TIMEOUT": "folder",
+        "Draft": "store",
+        "JSONLSession": "store",
+    },
 )
 del TYPE_CHECKING, exported_on_first_use

@@ -19,7 +19,7 @@ from ..core import sidecar_files as sidecars
 from ..core import storage
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
-from ..core.names import DEFAULT_DIRECTORY, id_for
+from ..core.names import DEFAULT_DIRECTORY, filename_for, id_for
 from ..core.transaction import Transaction
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
@@ -268,6 +268,16 @@ class SessionDirectory:
         # newest first, as ``modified`` orders them (to the microsecond), without making it
         infos.sort(key=lambda info: (info._microseconds, info.session_id), reverse=True)
         return infos
+
+    def session_path(self, session_id: str) -> str:
+        """Where ``session_id``'s file is, as ``str(self.open(session_id).path)`` says, but without
+        making a session or a ``Path`` (``grep`` over a folder names thousands, and starts fast).
+
+        Example:
+            >>> SessionDirectory("sessions").session_path("user/42")
+            'sessions/user%2F42.jsonl'
+        """
+        return self._path_of(filename_for(session_id))
 
     def _path_of(self, file_name: str) -> str:
         """``str(self.directory / file_name)``, without pathlib (``ls``, ``grep``)."""
