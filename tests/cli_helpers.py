@@ -8,6 +8,7 @@ exactly what a user sees.
 from __future__ import annotations
 
 import os
+import pty
 import shutil
 import socket
 import subprocess
@@ -151,3 +152,26 @@ def _stop(process: subprocess.Popen[str]) -> None:
         process.wait()
     if process.stdout is not None:
         process.stdout.close()
+
+
+def run_on_terminal(command: list[str], **env: str) -> str:
+    """Run ``command`` with stdout on a pseudo-terminal; return everything it printed."""
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE, env=cli_env(**env))
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert process.wait(timeout=60) == 0, process.stderr.read() if process.stderr else ""
+        if process.stderr:
+            process.stderr.close()
+    finally:
+        os.close(leader)
+    return b"".join(chunks).decode()

@@ -28,7 +28,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
-from ..core import codec, storage
+from ..core import codec, scanner
 from ..core.errors import (
     InvalidBackendURL,
     InvalidSessionId,
@@ -560,7 +560,7 @@ def _parse_items(data: bytes, source: str) -> list[Any]:
     for number, line in enumerate(data.split(b"\n"), 1):
         if codec.is_blank(line):
             continue
-        reason = storage.describe_bad_line(line)
+        reason = scanner.describe_bad_line(line)
         if reason is None:
             item = codec.decode_line(line)
             try:

@@ -2,7 +2,7 @@
 
     JSONLSessionError
     ├── InvalidSessionId        (also ValueError)  the id cannot name a file
-    ├── ItemNotStorableError    (also ValueError)  an item would not round-trip exactly
+    ├── ItemNotStorableError    (also ValueError, TypeError) an item would not round-trip exactly
     ├── InvalidBackendURL       (also ValueError)  export/import: not a backend URL
     ├── BackendUnavailable      (also ImportError) export/import: the backend's package is missing
     ├── SessionFileError                           something is wrong with a file on disk
@@ -57,10 +57,19 @@ class InvalidSessionId(JSONLSessionError, ValueError):
     """The session id cannot be turned into a file name inside the directory."""
 
 
-class ItemNotStorableError(JSONLSessionError, ValueError):
+class ItemNotStorableError(JSONLSessionError, ValueError, TypeError):
     """An item cannot be stored so that it reads back exactly (NaN, huge int, non-JSON type).
 
-    Raised before anything is written, so the file is untouched.
+    Raised before anything is written, so the file is untouched. It is a ``TypeError`` as
+    ``json.dumps`` and the SDK's ``SQLiteSession`` raise for such items, so code written for the
+    SDK catches it, and a ``ValueError`` as it always was here.
+
+    Example:
+        >>> try:
+        ...     JSONLSession("s").add_items_sync([{"content": object()}])  # doctest: +SKIP
+        ... except TypeError as exc:
+        ...     print(exc)
+        item 0 cannot be stored faithfully: ...
     """
 
     def __init__(self, index: int, reason: str) -> None:

@@ -202,7 +202,7 @@ class FileHandle:
 
         Example:
             >>> with handle.locked(write=False, create=False) as fd:   # doctest: +SKIP
-            ...     items = storage.read_items(fd, handle.path)
+            ...     items = reads.read_items(fd, handle.path)
         """
         return Locked(self, write, create, check_lock_timeout(timeout))
 
@@ -230,7 +230,7 @@ class FileHandle:
 
         Example:
             >>> async with handle.locked_async(write=False, create=False) as fd:  # doctest: +SKIP
-            ...     items = storage.read_items(fd, handle.path, 20)
+            ...     items = reads.read_items(fd, handle.path, 20)
         """
         return AsyncLocked(self, write, create, check_lock_timeout(timeout), yield_first)
 

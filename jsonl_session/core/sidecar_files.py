@@ -30,7 +30,7 @@ import os
 import stat
 from collections.abc import Collection
 
-from . import storage
+from . import reads, storage
 from .deferred_imports import OnFirstUse
 from .errors import SessionFileError, UnsafePathError
 from .locking import fsync_directory, make_private_directories
@@ -128,7 +128,7 @@ def read_json(path: Path) -> Any:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UnsafePathError(path, "is not a regular file; refusing to read it")
-        data = storage.read_range(fd, 0, os.fstat(fd).st_size)
+        data = reads.read_range(fd, 0, os.fstat(fd).st_size)
     finally:
         os.close(fd)
     try:
@@ -159,4 +159,4 @@ def read_lines(path: Path, *, timeout: float) -> list[Any]:
     with Transaction(path, write=False, timeout=timeout) as file:
         if not file.exists:
             return []
-        return storage.read_items(file.fd, path, size=file.size)
+        return reads.read_items(file.fd, path, size=file.size)

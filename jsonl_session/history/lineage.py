@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..core import codec, storage
+from ..core import codec, reads
 from ..core import sidecar_files as sidecars
 from ..core.errors import SessionFileError
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
@@ -118,7 +118,7 @@ def divergence(session_path: Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     with Transaction(source_path, write=False, timeout=lock_timeout) as file:
         if not file.exists:
             return f"{origin}; {lineage.source!r} no longer exists"
-        copied = storage.read_items(file.fd, source_path, size=file.size)[: lineage.items]
+        copied = reads.read_items(file.fd, source_path, size=file.size)[: lineage.items]
     if len(copied) < lineage.items:
         return f"{origin}; {lineage.source!r} now has {len(copied)} items"
     if prefix_hash(copied) != lineage.prefix_sha256:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import storage
+from ..core import reads, scanner, storage
 from ..core.errors import MalformedLineError
 from ..render.item_text import shorten, text_of
 
@@ -76,11 +76,11 @@ def last_turn(fd: int, path: Path, *, size: int) -> tuple[int, Any]:
     Parses only the lines that contain ``user``: every user message does, and recording a
     run's usage on a long session then costs a scan of its bytes, not a parse of every item.
     """
-    data = storage.read_range(fd, 0, size)
+    data = reads.read_range(fd, 0, size)
     count, newest = 0, None
     for line in data.split(b"\n"):
         if b"user" in line:
-            item = storage.parse_item(line.removeprefix(b"\xef\xbb\xbf"))
+            item = scanner.parse_item(line.removeprefix(b"\xef\xbb\xbf"))
             if is_user_message(item):
                 count, newest = count + 1, item
     return count, newest
@@ -95,7 +95,7 @@ def newest_turns(fd: int, path: Path, turns: int, *, size: int) -> list[Any]:
         return []
     wanted = turns * _FIRST_GUESS
     while True:
-        items = storage.read_items(fd, path, wanted, size=size)
+        items = reads.read_items(fd, path, wanted, size=size)
         starts = [index for index, item in enumerate(items) if is_user_message(item)]
         if len(starts) >= turns:
             return items[starts[-turns] :]
@@ -118,7 +118,7 @@ def rewind(fd: int, path: Path, turns: int, *, durable: bool) -> list[Any]:
         return []
     wanted = turns * _FIRST_GUESS
     while True:
-        lines, tail_item, tail_offset = storage.newest_lines(fd, size, wanted)
+        lines, tail_item, tail_offset = reads.newest_lines(fd, size, wanted)
         entries = [(offset, _parse(fd, path, offset, line)) for offset, line in lines]
         if tail_item is not None:
             entries.append((tail_offset, tail_item))
@@ -134,8 +134,8 @@ def rewind(fd: int, path: Path, turns: int, *, durable: bool) -> list[Any]:
 
 
 def _parse(fd: int, path: Path, offset: int, line: bytes) -> Any:
-    item = storage.parse_item(line)
+    item = scanner.parse_item(line)
     if item is None:
-        problem = storage.describe_bad_line(line) or "invalid line"
-        raise MalformedLineError(path, problem, storage.line_number(fd, offset))
+        problem = scanner.describe_bad_line(line) or "invalid line"
+        raise MalformedLineError(path, problem, reads.line_number(fd, offset))
     return item

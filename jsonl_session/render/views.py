@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from ..core import codec, storage
+from ..core import codec, reads, scanner
 from ..core.transaction import Transaction
 from .item_text import label, text_of
 
@@ -163,11 +163,11 @@ def views_of_lines(data: bytes) -> list[ItemView]:
 def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
     """``(line number, item or None, line bytes)`` for every non-blank line of a file's bytes.
 
-    The lines are split by :func:`jsonl_session.core.storage.scan_lines`, the one scanner every reader
+    The lines are split by :func:`jsonl_session.core.scanner.scan_lines`, the one scanner every reader
     uses (BOM, CRLF, blank lines, a valid last line without its newline). The bytes after the
     last newline that are not an item (a torn tail) come last, as None.
     """
-    scan = storage.scan_lines(data)
+    scan = scanner.scan_lines(data)
     loads = codec.decoder_for(data)
     for line in scan.lines:
         yield line.number, _item(line.data, loads), line.data
@@ -190,7 +190,7 @@ def newest_views(
             raise FileNotFoundError(2, "No such file or directory", str(path))
         size = os.fstat(file.fd).st_size
         window = _Window(count)
-        for scan in storage.scan_file(file.fd, size):  # about 1 MB at a time
+        for scan in reads.scan_file(file.fd, size):  # about 1 MB at a time
             window.take(scan)
     return window.views(), window.total, size
 
@@ -205,7 +205,7 @@ class _Window:
         self._lines: deque[tuple[int, bytes, bool]] = deque()  # (number, bytes, torn)
         self._builder = ViewBuilder()
 
-    def take(self, scan: storage.Scan) -> None:
+    def take(self, scan: scanner.Scan) -> None:
         lines = [(line.number, line.data, False) for line in scan.lines]
         self.next_number += scan.newlines
         if scan.pending and not codec.is_blank(scan.pending):  # only in the last scan
@@ -246,7 +246,7 @@ def read_file(path: str | os.PathLike[str], *, lock_timeout: float) -> bytes:
     with Transaction(Path(path), write=False, timeout=lock_timeout) as file:
         if not file.exists:
             raise FileNotFoundError(2, "No such file or directory", str(path))
-        return storage.read_range(file.fd, 0, os.fstat(file.fd).st_size)
+        return reads.read_range(file.fd, 0, os.fstat(file.fd).st_size)
 
 
 def safe(text: str) -> str:
@@ -325,7 +325,7 @@ def _invalid(number: int, reason: str, raw: str) -> ItemView:
 
 def _reason(line: bytes) -> str:
     """``not valid JSON`` or ``not a JSON object``: the reason without the parser's details and snippet."""
-    return (storage.describe_bad_line(line) or "not a valid item").split(" (", 1)[0].split(":", 1)[0]
+    return (scanner.describe_bad_line(line) or "not a valid item").split(" (", 1)[0].split(":", 1)[0]
 
 
 def _string(value: Any) -> str:

@@ -15,8 +15,8 @@ import stat
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
+from ..core import reads
 from ..core import sidecar_files as sidecars
-from ..core import storage
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
 from ..core.names import DEFAULT_DIRECTORY, filename_for, id_for
@@ -361,7 +361,7 @@ def _count(path: str, lock_timeout: float) -> tuple[os.stat_result, int] | None:
     with Transaction(path, write=False, timeout=lock_timeout) as file:
         if not file.exists:
             return None
-        return os.fstat(file.fd), storage.count_items(file.fd)
+        return os.fstat(file.fd), reads.count_items(file.fd)
 
 
 def _forked_from(path: str) -> str | None:

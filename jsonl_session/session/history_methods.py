@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..core import reads, storage
 from ..core import sidecar_files as sidecars
-from ..core import storage
 from ..core.codec import encode_items
 from ..core.deferred_imports import OnFirstUse
 from ..core.errors import SessionExistsError, SessionNotFoundError
@@ -188,7 +188,7 @@ class SessionFeatures:
     def _turn_usage_locked(
         self, fd: int, user_turn_number: int | None
     ) -> list[dict[str, Any]] | dict[str, Any]:
-        items = [] if fd == MISSING else storage.read_items(fd, self.path, size=self._handle.size)
+        items = [] if fd == MISSING else reads.read_items(fd, self.path, size=self._handle.size)
         answer = turn_usage(self._usage_records_locked(fd), items, split_turns(items))
         if user_turn_number is None:
             return answer
@@ -272,7 +272,7 @@ class SessionFeatures:
         """
         payload = encode_items(items)
         with self._locked(write=True, create=True) as fd:
-            if storage.read_items(fd, self.path, 1, size=self._handle.size):
+            if reads.read_items(fd, self.path, 1, size=self._handle.size):
                 raise SessionExistsError(self.path, "session already exists; not overwriting it")
             self._handle.replaced()  # the next call opens the new file
             storage.replace(fd, self.path, payload, durable=self.durable)
@@ -284,7 +284,7 @@ class SessionFeatures:
         with self._locked(write=False, create=False) as fd:
             if fd == MISSING:
                 return []
-            return storage.read_items(fd, self.path, size=self._handle.size)
+            return reads.read_items(fd, self.path, size=self._handle.size)
 
 
 def _check_turns(turns: Any) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core import storage
+from ..core import reads, storage
 from ..core.codec import encode_items, identical
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
 from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
@@ -248,7 +248,7 @@ class JSONLSession(SessionFeatures):
         with self._locked(write=False, create=False) as fd:
             if fd == MISSING:
                 return 0
-            return storage.count_items(fd)
+            return reads.count_items(fd)
 
     # -- deliberate edits ----------------------------------------------------------------
 
@@ -269,10 +269,10 @@ class JSONLSession(SessionFeatures):
     @contextmanager
     def _rewriting(self, fd: int) -> Iterator[Draft]:
         """:meth:`rewrite` once the write lock is held (the compaction hooks take it on the loop)."""
-        original = storage.read_items(fd, self.path)
+        original = reads.read_items(fd, self.path)
         # Parsing again is the copy that in-place edits may change: cheaper than
         # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
-        draft = Draft(items=storage.read_items(fd, self.path))
+        draft = Draft(items=reads.read_items(fd, self.path))
         yield draft
         before = _encoding_or_none(original)
         try:
@@ -389,7 +389,7 @@ class JSONLSession(SessionFeatures):
             return []
         if limit is None and self.turn_limit is not None:
             return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
-        return storage.read_items(fd, self.path, limit, size=self._handle.size)
+        return reads.read_items(fd, self.path, limit, size=self._handle.size)
 
     # The first durable change through each opened file also makes its name durable
     # (``FileHandle.sync_folder_once``): async callers run these in a worker thread.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import codec, storage
+from ..core import codec, reads, scanner, storage
 from ..core import temp_files as leftovers
 from ..core.errors import LockTimeout, SessionFileError, TornTailWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
@@ -85,7 +85,7 @@ def check_file(
             if not file.exists:
                 return [Problem(path, None, "no such file")]
             lines = _LineChecker(path, _awaiting_approval(path))
-            for scan in storage.scan_file(file.fd, file.size):  # a piece at a time: memory stays flat
+            for scan in reads.scan_file(file.fd, file.size):  # a piece at a time: memory stays flat
                 lines.take(scan)
             problems = lines.problems()
             torn = lines.torn_tail()
@@ -191,14 +191,14 @@ class _LineChecker:
         self.next_number = 1
         self.pending = b""
 
-    def take(self, scan: storage.Scan) -> None:
+    def take(self, scan: scanner.Scan) -> None:
         for line in scan.lines:  # storage's one line scanner
             self._take_line(line.number, line.data)
         self.next_number += scan.newlines
         self.pending = scan.pending
 
     def _take_line(self, number: int, line: bytes) -> None:
-        reason = storage.describe_bad_line(line)
+        reason = scanner.describe_bad_line(line)
         if reason is not None:
             if line.rstrip(b"\r").startswith(_CONFLICT_MARKERS):
                 reason = f"git merge conflict marker {line[:7].decode()!r}: resolve the merge, then edit"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import codec, storage
+from ..core import codec, reads, scanner, storage
 from ..core import temp_files as leftovers
 from ..core.errors import SessionFileError
 from ..core.transaction import Transaction
@@ -77,7 +77,7 @@ class EditCopy:
                 raise SessionFileError(
                     session.path, f"was deleted while you edited; your edit is kept in {self.path}"
                 )
-            current = storage.read_range(file.fd, 0, file.size)
+            current = reads.read_range(file.fd, 0, file.size)
             appended = self._appended(current)
             storage.replace(
                 file.fd, session.path, codec.encode_items([*items, *appended]), durable=session.durable
@@ -99,7 +99,7 @@ class EditCopy:
         for line in lines:
             if codec.is_blank(line):
                 continue
-            item = storage.parse_item(line)
+            item = scanner.parse_item(line)
             if item is None:
                 self.keep = True
                 raise SessionFileError(
@@ -108,7 +108,7 @@ class EditCopy:
                     f"your edit is kept in {self.path}",
                 )
             appended.append(item)
-        tail_item = storage.parse_item(tail) if not codec.is_blank(tail) else None
+        tail_item = scanner.parse_item(tail) if not codec.is_blank(tail) else None
         return appended if tail_item is None else [*appended, tail_item]
 
 
@@ -169,16 +169,16 @@ def _snapshot(session: JSONLSession) -> bytes:
     with Transaction(session.path, write=False, timeout=session.lock_timeout) as file:
         if not file.exists:
             raise SessionFileError(session.path, "no such session")
-        data = storage.read_range(file.fd, 0, file.size)
+        data = reads.read_range(file.fd, 0, file.size)
     end = data.rfind(b"\n") + 1
     tail = data[end:]
-    if codec.is_blank(tail) or storage.parse_item(tail.removeprefix(codec.BOM) if end == 0 else tail) is None:
+    if codec.is_blank(tail) or scanner.parse_item(tail.removeprefix(codec.BOM) if end == 0 else tail) is None:
         return data[:end]
     return data
 
 
 def _items_of(lines: list[bytes]) -> list[Any]:
-    return [item for item in map(storage.parse_item, lines) if item is not None]
+    return [item for item in map(scanner.parse_item, lines) if item is not None]
 
 
 @contextmanager

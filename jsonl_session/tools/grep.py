@@ -18,9 +18,12 @@ holds a word its raw line does not in these cases, each handled here:
   ``True``, ``False``, ``inf``, ``nan`` from values that are no text: words found in those
   are not pre-filtered.
 
-``tests/tools/test_grep_prefilter.py`` pins each case.
+``tests/tools/test_grep_prefilter.py`` pins each case. :func:`search` is the whole of
+``jsonl-session grep``: the regex, the role filter and what each hit is, for the CLI to print.
 
 Example:
+    >>> [hit.line for hit in search([("convo", "sessions/convo.jsonl")], "weather")]  # doctest: +SKIP
+    [1, 4]
     >>> prefilter_for("zanzibar", ignore_case=False).word
     b'zanzibar'
     >>> prefilter_for("zan.*bar", ignore_case=False) is None      # regex syntax: decode every line
@@ -33,9 +36,10 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 
-from ..core import codec, storage
+from ..core import codec, reads, scanner
 from ..core.errors import JSONLSessionError
-from ..core.locking import BUSY, MISSING, FileHandle
+from ..core.locking import BUSY, DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
+from ..render.item_text import heading, label, text_of
 from . import system_grep
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
@@ -53,6 +57,80 @@ _BUILT = ("[part]", "none", "true", "false", "inf", "nan")
 # the test over every code point).
 FOLDS = {"i": "\u0130\u0131", "k": "\u212a", "s": "\u017f"}
 _ESCAPE = re.compile(rb"\\u")
+
+
+class Hit:
+    """One item whose text matches: where it is, what it is, and where in its text the match is.
+
+    A plain class with slots, not a dataclass: ``grep``'s start-up is most of a rare word's search.
+    """
+
+    __slots__ = ("end", "heading", "item", "line", "role", "session_id", "start", "text")
+
+    def __init__(
+        self, session_id: str, line: int, item: dict[str, Any], text: str, start: int, end: int
+    ) -> None:
+        self.session_id = session_id
+        self.line = line
+        """The item's 1-based line number in its file."""
+        self.item = item
+        self.role = label(item)
+        """``user``, ``assistant``, ``function_call``... (``item_text.label``)."""
+        self.heading = heading(item)
+        """What a transcript shows before the text (``tool call get_weather``...)."""
+        self.text = text
+        """The item's text as the transcript shows it (``item_text.text_of``), which was searched."""
+        self.start = start
+        """Where the first match begins in ``text``."""
+        self.end = end
+        """Where it ends."""
+
+    def __repr__(self) -> str:
+        span = f"({self.start}, {self.end})"
+        return f"Hit({self.session_id!r}, line={self.line}, role={self.role!r}, span={span})"
+
+
+def search(
+    sessions: Sequence[tuple[str, StrPath]],
+    pattern: str,
+    *,
+    ignore_case: bool = False,
+    role: str | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    on_error: Callable[[StrPath, Exception], None] | None = None,
+) -> Iterator[Hit]:
+    """Each item of the ``(session id, file)`` pairs whose text matches the regex ``pattern``, in order.
+
+    ``role`` keeps only items whose role (``user``, ``function_call``...) or heading is that.
+    Files are read as :func:`matching_items` reads them (under their shared locks, bad lines
+    skipped, a plain word pre-filtered in the raw bytes); one that cannot be read goes to
+    ``on_error(path, error)`` and the rest are searched, or, without ``on_error``, its
+    error is raised.
+
+    Raises:
+        re.error: ``pattern`` is not a regular expression (at the call, before any file is read).
+    """
+    compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    prefilter = prefilter_for(pattern, ignore_case=ignore_case)
+    return _search(sessions, compiled, prefilter, role, lock_timeout, on_error)
+
+
+def _search(
+    sessions: Sequence[tuple[str, StrPath]],
+    pattern: re.Pattern[str],
+    prefilter: Prefilter | None,
+    role: str | None,
+    lock_timeout: float,
+    on_error: Callable[[StrPath, Exception], None] | None,
+) -> Iterator[Hit]:
+    paths = [path for _, path in sessions]
+    for index, number, item in matching_items(paths, prefilter, lock_timeout, on_error):
+        if role is not None and role not in (label(item), heading(item)):
+            continue
+        text = text_of(item)
+        match = pattern.search(text)
+        if match is not None:
+            yield Hit(sessions[index][0], number, item, text, match.start(), match.end())
 
 
 class Prefilter:
@@ -212,9 +290,9 @@ def _grep_batch(
 
 
 def _python_lines(fd: int, size: int, prefilter: Prefilter | None) -> list[tuple[int, bytes]]:
-    data = storage.read_range(fd, 0, size).removeprefix(codec.BOM)
+    data = reads.read_range(fd, 0, size).removeprefix(codec.BOM)
     if prefilter is None:
-        return [(line.number, line.data) for line in storage.scan_lines(data).lines]
+        return [(line.number, line.data) for line in scanner.scan_lines(data).lines]
     return list(prefilter.lines(data))
 
 

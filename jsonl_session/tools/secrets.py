@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..core import codec, storage
+from ..core import codec, scanner
 from ..core.errors import ItemNotStorableError, UnsafePathError
 
 if TYPE_CHECKING:
@@ -254,5 +254,5 @@ def _item_line_numbers(path: Path) -> list[int]:
     except FileNotFoundError:
         return []
     return [
-        line.number for line in storage.scan_lines(data).lines
+        line.number for line in scanner.scan_lines(data).lines
     ]  # the items' lines, as get_items reads them

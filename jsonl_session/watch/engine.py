@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from ..core import codec
 from ..core.errors import MalformedLineError
-from ..core.storage import Line, Scan, describe_bad_line, parse_item, scan_lines
+from ..core.scanner import Line, Scan, describe_bad_line, parse_item, scan_lines
 from .changes import Change
 
 Start = Literal["all", "now"] | int

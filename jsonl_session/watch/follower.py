@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..core import change_mark as marks
-from ..core import storage
+from ..core import reads
 from ..core.errors import LockTimeout, SessionFileError, UnsafePathError
 from ..core.locking import BUSY, MISSING, FileHandle
 from ..core.names import filename_for, id_for
@@ -56,9 +56,9 @@ class FileTail:
                 stat = os.fstat(fd)
                 seen = Seen((stat.st_dev, stat.st_ino), stat.st_size, marks.read(fd))
                 offset = self.state.wanted(seen)
-                changes = self.state.update(seen, storage.read_range(fd, offset, seen.size), offset, start)
+                changes = self.state.update(seen, reads.read_range(fd, offset, seen.size), offset, start)
                 if changes is None:  # more than appends happened after all: compare the whole file
-                    changes = self.state.update(seen, storage.read_range(fd, 0, seen.size), 0, start)
+                    changes = self.state.update(seen, reads.read_range(fd, 0, seen.size), 0, start)
                     assert changes is not None
                 self.stat_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_ctime_ns)
                 return changes

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import queue
 import re
 import subprocess
@@ -16,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from cli_helpers import SCRIPT, cli_env, run, write_lines
+from cli_helpers import SCRIPT, cli_env, run, run_on_terminal, write_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -335,37 +334,14 @@ def test_dir_comes_from_the_environment_and_defaults_to_sessions(tmp_path: Path)
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(sessions_dir: Path) -> None:
     make(sessions_dir)
-    coloured = _run_on_terminal(
+    coloured = run_on_terminal(
         [sys.executable, "-m", "jsonl_session", "show", "convo", "--dir", str(sessions_dir)]
     )
     assert "\x1b[1;32muser\x1b[0m: What is the weather" in coloured
-    plain = _run_on_terminal(
+    plain = run_on_terminal(
         [sys.executable, "-m", "jsonl_session", "show", "convo", "--dir", str(sessions_dir)], NO_COLOR="1"
     )
     assert "user: What is the weather" in plain and "\x1b[" not in plain
-
-
-def _run_on_terminal(command: list[str], **env: str) -> str:
-    """Run ``command`` with stdout on a pseudo-terminal; return everything it printed."""
-    leader, follower = pty.openpty()
-    try:
-        process = subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE, env=cli_env(**env))
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        assert process.wait(timeout=60) == 0, process.stderr.read() if process.stderr else ""
-        if process.stderr:
-            process.stderr.close()
-    finally:
-        os.close(leader)
-    return b"".join(chunks).decode()
 
 
 def test_console_script_is_installed_next_to_the_interpreter(sessions_dir: Path) -> None:

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from jsonl_session import JSONLSession, MalformedLineError
-from jsonl_session.core import codec, storage
+from jsonl_session.core import codec, reads
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_reading_lines_in_pieces_equals_one_split(
     seed: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(storage, "_SPLIT_PIECE", 7)
+    monkeypatch.setattr(reads, "_SPLIT_PIECE", 7)
     rng = random.Random(seed)
     data = bytes(rng.choice(b"a1\n") for _ in range(rng.randrange(0, 200)))
     if seed % 3 == 1:  # a 19-digit number, cut by piece boundaries
@@ -29,7 +29,7 @@ def test_reading_lines_in_pieces_equals_one_split(
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
     try:
-        lines, long_numbers = storage.read_lines(fd, len(data))
+        lines, long_numbers = reads.read_lines(fd, len(data))
     finally:
         os.close(fd)
     assert lines == data.removeprefix(codec.BOM).split(b"\n")
@@ -39,7 +39,7 @@ def test_reading_lines_in_pieces_equals_one_split(
 def test_a_full_read_in_pieces_returns_every_item(
     session: JSONLSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage, "_SPLIT_PIECE", 100)
+    monkeypatch.setattr(reads, "_SPLIT_PIECE", 100)
     items = [{"n": n, "pad": "x" * (n % 37)} for n in range(500)]
     session.add_items_sync(items)
     assert session.get_items_sync() == items
@@ -54,7 +54,7 @@ def test_a_full_read_leaves_no_backlog_for_the_garbage_collector(session: JSONLS
     session.add_items_sync(items)
     gc.collect()
     assert session.get_items_sync() == items
-    assert gc.get_count()[0] < 3 * storage._PARSE_PIECE
+    assert gc.get_count()[0] < 3 * reads._PARSE_PIECE
 
 
 @pytest.mark.parametrize("bad_at", [0, 4095, 4096, 9000])
@@ -73,7 +73,7 @@ def test_one_long_line_is_scanned_once_not_once_per_piece(
 ) -> None:
     # A 96 MB base64 image in one item was re-joined and re-checked for long numbers at every
     # 1 MiB piece: 7.7 s instead of 0.26 s. Count the bytes checked instead of timing.
-    monkeypatch.setattr(storage, "_SPLIT_PIECE", 1024)
+    monkeypatch.setattr(reads, "_SPLIT_PIECE", 1024)
     line = b'{"image":"' + b"QUJD" * 16_384 + b'"}'  # 64 KiB: 64 pieces
     path = tmp_path / "image.jsonl"
     path.write_bytes(line + b"\n" + b'{"n":12345678901234567890}\n')
@@ -88,7 +88,7 @@ def test_one_long_line_is_scanned_once_not_once_per_piece(
     monkeypatch.setattr(codec, "has_long_digit_run", counting_check)
     fd = os.open(path, os.O_RDONLY)
     try:
-        lines, long_numbers = storage.read_lines(fd, path.stat().st_size)
+        lines, long_numbers = reads.read_lines(fd, path.stat().st_size)
     finally:
         os.close(fd)
     assert lines == [line, b'{"n":12345678901234567890}', b""]

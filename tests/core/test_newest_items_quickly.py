@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session.core import codec, storage
+from jsonl_session.core import codec, reads
 
 LINES = st.sampled_from(
     [
@@ -31,9 +31,9 @@ LINES = st.sampled_from(
 
 def careful(fd: int, path: Path, size: int, limit: int) -> Any:
     """The careful path, as read_items takes it when the quick one steps aside."""
-    lines, tail_item, _ = storage._newest_lines(fd, size, limit)
+    lines, tail_item, _ = reads.newest_lines(fd, size, limit)
     try:
-        items = [storage._decode(fd, path, offset, line) for offset, line in lines]
+        items = [reads.decode_at(fd, path, offset, line) for offset, line in lines]
     except ValueError as error:  # MalformedLineError
         return type(error)
     return items + ([tail_item] if tail_item is not None else [])
@@ -59,10 +59,10 @@ def test_the_quick_path_agrees_with_the_careful_one(
     fd = os.open(path, os.O_RDONLY)
     patch = pytest.MonkeyPatch()
     try:
-        patch.setattr(storage, "_TAIL_CHUNK", tail_chunk)
-        patch.setattr(storage, "_BYTES_PER_LINE_GUESS", tail_chunk // 4)
+        patch.setattr(reads, "_TAIL_CHUNK", tail_chunk)
+        patch.setattr(reads, "_BYTES_PER_LINE_GUESS", tail_chunk // 4)
         for limit in range(1, len(lines) + 3):
-            quick = storage._newest_items_quickly(fd, len(data), limit)
+            quick = reads._newest_items_quickly(fd, len(data), limit)
             if quick is not None:
                 assert quick == careful(fd, path, len(data), limit), (limit, data)
     finally:
@@ -75,8 +75,6 @@ def test_the_quick_path_takes_the_usual_file(tmp_path: Path) -> None:
     path.write_bytes(b"".join(b'{"n":%d}\n' % n for n in range(100)))
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert storage._newest_items_quickly(fd, path.stat().st_size, 20) == [
-            {"n": n} for n in range(80, 100)
-        ]
+        assert reads._newest_items_quickly(fd, path.stat().st_size, 20) == [{"n": n} for n in range(80, 100)]
     finally:
         os.close(fd)

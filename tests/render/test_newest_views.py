@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jsonl_session.core import storage
+from jsonl_session.core import reads
 from jsonl_session.render import views as view
 from jsonl_session.render.file_io import read_views
 from jsonl_session.render.views import newest_views, views_of_lines
@@ -61,12 +61,12 @@ def test_the_newest_views_read_in_pieces_are_those_of_the_whole_file(
     data = (b"\xef\xbb\xbf" if bom else b"") + b"".join(line + b"\n" for line in lines) + tail
     path = tmp_path_factory.mktemp("views") / "s.jsonl"
     path.write_bytes(data)
-    original = storage._SPLIT_PIECE
-    storage._SPLIT_PIECE = piece
+    original = reads._SPLIT_PIECE
+    reads._SPLIT_PIECE = piece
     try:
         views, total, size = newest_views(path, newest, lock_timeout=1)
     finally:
-        storage._SPLIT_PIECE = original
+        reads._SPLIT_PIECE = original
     assert (views, total) == whole_file_reference(data, newest)
     assert size == len(data)
 

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import run
-from test_cli import _run_on_terminal
+from cli_helpers import run, run_on_terminal
 
 from jsonl_session import JSONLSession
 from jsonl_session.render.terminal_text import printable
@@ -83,7 +82,7 @@ def test_text_output_shows_control_characters_escaped(hostile: Path, command: li
 
 
 def test_colour_codes_survive_on_a_terminal_but_content_escapes_do_not(hostile: Path) -> None:
-    shown = _run_on_terminal([sys.executable, "-m", "jsonl_session", "show", EVIL_ID, "--dir", str(hostile)])
+    shown = run_on_terminal([sys.executable, "-m", "jsonl_session", "show", EVIL_ID, "--dir", str(hostile)])
     assert "\x1b[1;32muser\x1b[0m: weather \\x1b[2J\\x1b]0;pwned\\x07" in shown
     assert "\x1b[2J" not in shown and "\x07" not in shown and "\x9b" not in shown
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_session import JSONLSession
-from jsonl_session.core import codec, storage
+from jsonl_session.core import codec, reads, scanner
 from jsonl_session.tools.check import check_file
 
 CALL = '{"type":"function_call","name":"lookup","arguments":"{}","call_id":"call_1"}'
@@ -152,18 +152,18 @@ def test_checking_in_pieces_finds_what_checking_the_whole_file_finds(
     path = tmp_path_factory.mktemp("pieces") / "s.jsonl"
     path.write_bytes(data)
     whole = [str(problem) for problem in check_file(path)]  # 1 MB pieces: one scan of everything
-    original = storage._SPLIT_PIECE
-    storage._SPLIT_PIECE = piece
+    original = reads._SPLIT_PIECE
+    reads._SPLIT_PIECE = piece
     try:
         assert [str(problem) for problem in check_file(path)] == whole
         fd = os.open(path, os.O_RDONLY)
         try:
-            scans = list(storage.scan_file(fd, len(data)))
+            scans = list(reads.scan_file(fd, len(data)))
         finally:
             os.close(fd)
     finally:
-        storage._SPLIT_PIECE = original
-    reference = storage.scan_lines(data)
+        reads._SPLIT_PIECE = original
+    reference = scanner.scan_lines(data)
     found = [(line.number, line.start, line.end, line.data) for scan in scans for line in scan.lines]
     assert found == [(line.number, line.start, line.end, line.data) for line in reference.lines]
     assert sum(scan.newlines for scan in scans) == reference.newlines

@@ -1,0 +1,331 @@
+"""Blocking reads of one session file whose descriptor the caller has already locked.
+
+The newest ``n`` items are found by reading backwards from the end, so the cost of
+``get_items(limit=n)`` does not depend on the file's size; a whole read goes a piece at a time
+so the GIL (and an event loop waiting on the worker thread) gets its turn. Lines are split by
+:mod:`scanner`'s rules; bytes after the last newline that are not an item are a torn tail,
+which readers skip.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import codec
+from .errors import MalformedLineError
+from .scanner import Scan, describe_bad_line, parse_item, scan_lines
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+    from typing import Any
+
+# First read from the end: enough for the last line, or for ``limit`` lines of a typical
+# size (a chat item is 300-600 bytes); a block that holds too few lines is read again 4x larger.
+_TAIL_CHUNK = 4 * 1024
+_BYTES_PER_LINE_GUESS = 1024
+_MAX_CHUNK = 1024 * 1024
+_SPLIT_PIECE = 1024 * 1024
+# Lines parsed between two young-generation collections during a full read. One pause over
+# 100,000 items left ~300,000 young objects for the first collection after it, which held
+# the GIL (and stalled an event loop waiting on the worker thread) for 50-250 ms; a
+# collection every 4,096 items costs a few ms each and the read got ~10% faster (measured,
+# benchmarks/loop_lag.py "stall during a full read").
+_PARSE_PIECE = 4096
+
+
+def read_items(fd: int, path: Path, limit: int | None = None, *, size: int | None = None) -> list[Any]:
+    """Return the newest ``limit`` items (all when None), oldest first.
+
+    ``size`` is the file size the caller saw under the lock (saves an ``fstat``).
+    """
+    if size is None:
+        size = os.fstat(fd).st_size
+    if limit is None:
+        return _read_all(fd, path, size)
+    if limit <= 0 or size == 0:
+        return []
+    items = _newest_items_quickly(fd, size, limit)
+    if items is not None:
+        return items
+    lines, tail_item, _ = newest_lines(fd, size, limit)
+    decode = codec.decoder_for(b"\n".join(line for _, line in lines))
+    items = [decode_at(fd, path, offset, line, decode) for offset, line in lines]
+    if tail_item is not None:
+        items.append(tail_item)
+    return items
+
+
+def _newest_items_quickly(fd: int, size: int, count: int) -> list[Any] | None:
+    """``read_items(limit)`` for the usual file, in one pass of C calls; None means "go the careful way".
+
+    The usual file ends with a newline and its newest lines are items. Anything else (a
+    blank or bad line, a torn tail, fewer lines than wanted in one block) takes the careful
+    path, which also knows line numbers for errors. A good part of a ``get_items(limit=20)``
+    was that per-line bookkeeping (``benchmarks/loop_lag.py``).
+    """
+    begin = max(0, size - max(_TAIL_CHUNK, count * _BYTES_PER_LINE_GUESS))
+    _, data = _read_block(fd, begin, size)
+    lines = data.split(b"\n")
+    if lines.pop():
+        return None  # no newline at the end: an unterminated or torn last line
+    picked = lines[-count:]
+    if begin and len(picked) >= len(lines):
+        return None  # the block may have cut the oldest line wanted, or holds too few
+    if not picked:
+        return []
+    loads = codec.decoder_for(b"\n".join(picked))
+    try:
+        items = [loads(line) for line in picked]
+    except ValueError:
+        return None  # a blank or bad line: the careful path skips or names it
+    return items if set(map(type, items)) == {dict} else None
+
+
+def read_range(fd: int, start: int, end: int) -> bytes:
+    """Bytes ``start:end`` of the file, in as many ``pread`` calls as the kernel needs."""
+    chunks = []
+    position = start
+    while position < end:
+        chunk = os.pread(fd, min(end - position, 1 << 30), position)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        position += len(chunk)
+    return b"".join(chunks)
+
+
+def newest_lines(fd: int, size: int, count: int) -> tuple[list[tuple[int, bytes]], Any, int]:
+    """The newest ``count`` non-blank complete lines as ``(offset, line)``, oldest first.
+
+    Also returns the item in an unterminated last line (or None) and its offset. Reads a
+    block from the end, and a four times larger one while the block holds too few lines,
+    so the cost is proportional to the lines wanted, not to the file.
+    """
+    chunk = max(_TAIL_CHUNK, count * _BYTES_PER_LINE_GUESS)
+    while True:
+        begin = max(0, size - chunk)
+        _, data = _read_block(fd, begin, size)
+        at_file_start = begin == 0
+        lines = data.split(b"\n")
+        if not lines[:-1] and not at_file_start:
+            chunk *= 4  # the last line is longer than the block: we see only its end
+            continue
+        tail = lines.pop()
+        tail_offset = size - len(tail)
+        tail_item = parse_item(tail) if not codec.is_blank(tail) else None
+        wanted = count - (tail_item is not None)
+        complete = lines if at_file_start else lines[1:]  # the first piece may be cut
+        picked: list[tuple[int, bytes]] = []
+        offset = tail_offset
+        for line in reversed(complete):
+            offset -= len(line) + 1
+            if len(picked) >= wanted:
+                break
+            if not codec.is_blank(line):
+                picked.append((offset, line))
+        if len(picked) >= wanted or at_file_start:
+            picked.reverse()
+            return picked, tail_item, tail_offset
+        chunk *= 4
+
+
+def read_tail(fd: int, size: int) -> tuple[int, bytes]:
+    """The offset and bytes of what follows the last newline (``b""`` when the file ends with one)."""
+    chunk = _TAIL_CHUNK
+    while True:
+        begin = max(0, size - chunk)
+        start, data = _read_block(fd, begin, size)
+        newline = data.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1, data[newline + 1 :]
+        if begin == 0:
+            return start, data
+        chunk = min(chunk * 4, _MAX_CHUNK) if chunk < _MAX_CHUNK else chunk * 2
+
+
+def _read_block(fd: int, start: int, end: int) -> tuple[int, bytes]:
+    """Bytes ``start:end`` of the file; a BOM at the very start is skipped (and ``start`` moved past it)."""
+    data = os.pread(fd, end - start, start)
+    if start == 0 and data.startswith(codec.BOM):
+        return len(codec.BOM), data[len(codec.BOM) :]
+    return start, data
+
+
+def scan_file(fd: int, size: int) -> Iterator[Scan]:
+    """The first ``size`` bytes as :func:`scan_lines` splits them, about 1 MB at a time.
+
+    For whole-file checks of any size: memory holds one piece plus the longest line. Every
+    scan but the last ends at a newline; the last one has the unterminated tail and applies
+    the end-of-file rule to it, so the lines are exactly those of ``scan_lines`` on the whole.
+
+    Example:
+        >>> [len(scan.lines) for scan in scan_file(fd, size)]   # doctest: +SKIP
+        [2150, 2149, 1021]
+    """
+    pieces: list[bytes] = []  # a line not yet ended, when a piece holds no newline
+    start = position = 0  # file offsets: of pieces[0], and of the next byte to read
+    number = 1
+    while position < size:
+        piece = read_range(fd, position, min(size, position + _SPLIT_PIECE))
+        if not piece:
+            break  # shorter than ``size`` after all: scan what there is
+        position += len(piece)
+        newline = piece.rfind(b"\n")
+        if newline < 0:
+            pieces.append(piece)
+            continue
+        pieces.append(piece[: newline + 1])
+        data = b"".join(pieces)
+        scan = scan_lines(data, offset=start, first_number=number)
+        yield scan
+        start += len(data)
+        number += scan.newlines
+        pieces = [piece[newline + 1 :]]
+    yield scan_lines(b"".join(pieces), offset=start, first_number=number)
+
+
+def count_items(fd: int) -> int:
+    """Non-blank complete lines, plus an unterminated last line if it is an item (torn tails are not).
+
+    Lines are counted, not parsed, so listing a folder stays cheap: ``check`` finds bad lines.
+    The file is read in pieces of ``_MAX_CHUNK``: reading it whole made ``ls`` of a 300 MB
+    session peak near 600 MB (tests/project/test_memory.py).
+    """
+    count = 0
+    position = 0
+    pending: list[bytes] = []  # pieces of the line still unfinished at the end of the last read
+    while True:
+        raw = os.pread(fd, _MAX_CHUNK, position)
+        if not raw:
+            break
+        chunk = raw.removeprefix(codec.BOM) if position == 0 else raw
+        position += len(raw)
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            pending.append(chunk)  # a long line: kept in pieces, joined only if it is the last
+            continue
+        pending.append(chunk[:newline])
+        if not all(codec.is_blank(piece) for piece in pending):
+            count += 1
+        lines = chunk[newline + 1 :].split(b"\n")
+        pending = [lines.pop()]
+        count += sum(1 for line in lines if not codec.is_blank(line))
+    tail = b"".join(pending)
+    if not codec.is_blank(tail) and parse_item(tail) is not None:
+        count += 1
+    return count
+
+
+def line_number(fd: int, offset: int) -> int:
+    """The 1-based line number of the line starting at ``offset`` (costs a scan; errors only)."""
+    newlines = 0
+    position = 0
+    while position < offset:
+        chunk = os.pread(fd, min(_MAX_CHUNK, offset - position), position)
+        if not chunk:
+            break
+        newlines += chunk.count(b"\n")
+        position += len(chunk)
+    return newlines + 1
+
+
+def read_lines(fd: int, size: int) -> tuple[list[bytes], bool]:
+    """The file's lines (BOM stripped; the last is what follows the last newline), read and
+    split ``_SPLIT_PIECE`` bytes at a time, and whether any holds a 19+ digit run.
+
+    One ``split`` of a 45 MB file holds the GIL for tens of milliseconds, stalling the event
+    loop even when the read runs in a worker thread; a piece at a time, the loop gets its turn
+    (benchmarks/loop_lag.py measures the longest stall). Reading piece by piece also spares
+    copying a whole-file buffer, and the digit check runs on each piece while it is in cache.
+    """
+    lines: list[bytes] = []
+    unfinished: list[bytes] = []  # the line still open at the end of the last piece, in fragments
+    long_numbers = False
+    previous_end = b""
+    for start in range(0, size, _SPLIT_PIECE):
+        piece = read_range(fd, start, min(size, start + _SPLIT_PIECE))
+        if not piece:
+            break  # the file shrank under a lock-free reader: what was read is what there is
+        if start == 0:
+            piece = piece.removeprefix(codec.BOM)
+        if not long_numbers:
+            # Each piece is checked whole; a run cut by the boundary is under 19 digits on
+            # each side, so the last 18 bytes read before it and the first 18 after hold it.
+            long_numbers = codec.has_long_digit_run(piece) or codec.has_long_digit_run(
+                previous_end + piece[:18]
+            )
+            previous_end = (previous_end + piece[-18:])[-18:]
+        parts = piece.split(b"\n")
+        if len(parts) == 1:  # no newline: a long line goes on (joined once, at its end)
+            unfinished.append(piece)
+            continue
+        if unfinished:
+            unfinished.append(parts[0])
+            parts[0] = b"".join(unfinished)
+        unfinished = [parts.pop()]
+        lines.extend(parts)
+    lines.append(b"".join(unfinished))
+    return lines, long_numbers
+
+
+def _read_all(fd: int, path: Path, size: int) -> list[Any]:
+    lines, long_numbers = read_lines(fd, size)
+    loads = codec.decoder(long_numbers=long_numbers)
+    tail = lines.pop()
+    items: list[Any] = []
+    careful = False
+    in_pieces = len(lines) > _PARSE_PIECE  # a small read pauses the GC once, as before
+    for start in range(0, len(lines), _PARSE_PIECE):
+        with codec.gc_paused(young_collection_after=in_pieces):
+            # Fast path: one list comprehension, no per-line bookkeeping (about half the cost
+            # of the loop below). A blank or bad line sends the whole file down the careful
+            # path, which also knows the line numbers for the error.
+            try:
+                piece = [loads(line) for line in lines[start : start + _PARSE_PIECE]]
+            except ValueError:
+                piece = None
+            if piece is None or (piece and set(map(type, piece)) != {dict}):
+                careful = True
+                break
+            items.extend(piece)
+    if careful:
+        with codec.gc_paused():
+            items = _read_lines_carefully(lines, path, loads)
+    if not codec.is_blank(tail):
+        item = parse_item(tail)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _read_lines_carefully(lines: list[bytes], path: Path, loads: Any) -> list[Any]:
+    """Skip blank lines; raise :class:`MalformedLineError` with the number of the first bad one."""
+    items: list[Any] = []
+    for number, line in enumerate(lines, 1):
+        try:
+            item = loads(line)
+        except ValueError:
+            item = None
+        if type(item) is dict:
+            items.append(item)
+        elif not codec.is_blank(line):
+            raise MalformedLineError(path, describe_bad_line(line) or "invalid line", number)
+    return items
+
+
+def decode_at(fd: int, path: Path, offset: int, line: bytes, decode: Any = codec.decode_line) -> Any:
+    """The item on ``line`` (at ``offset``), or :class:`MalformedLineError` naming its line number."""
+    if offset == 0 and line.startswith(codec.BOM):
+        line = line[len(codec.BOM) :]
+    problem = None
+    try:
+        item = decode(line)
+    except ValueError:
+        problem = describe_bad_line(line)
+    else:
+        if type(item) is dict:
+            return item
+        problem = describe_bad_line(line)
+    raise MalformedLineError(path, problem or "invalid line", line_number(fd, offset))
