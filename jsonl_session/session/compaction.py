@@ -70,7 +70,9 @@ async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix 
         return None
     if not _plain(session) or limit < 1:
         return None
-    newest = await session.get_items(limit + 1)
+    # Not the public get_items: wrappers and the SDK's tests count those reads, and the settings'
+    # limit or turn_limit must not cut the snapshot. One more item says whether there is older history.
+    newest = await session._locked_in_thread(session._read, limit + 1, write=False)
     complete = len(newest) <= limit  # nothing stored before the items we hand out
     items = newest[-limit:]
 

@@ -9,6 +9,11 @@ We never import ``agents`` ourselves to find out: loading the SDK takes about a 
 the CLI and scripts that only read files must not pay. Anything that reads the settings on the
 SDK's behalf has imported it already, so looking in ``sys.modules`` is enough. Without the SDK,
 :class:`SessionSettings` below answers the same ``.limit`` / ``.resolve()`` / ``.to_dict()``.
+
+As in the SDK, a negative ``limit`` means no limit (``SQLiteSession`` passes it to SQLite's
+``LIMIT``, where a negative count is unlimited; the SDK's tests call it the historical unlimited
+read), and a dict with keys other than ``limit`` is refused with the SDK's ``TypeError`` and
+message ("Unknown session settings: ...").
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ SDK_MODULE = "agents.memory.session_settings"
 @dataclass(frozen=True)
 class SessionSettings:
     """How many items ``get_items()`` returns when no explicit limit is given (used without the SDK).
+
+    ``limit`` None or negative: every item; 0: none; n: the newest n.
 
     Example:
         >>> SessionSettings(limit=20).resolve({"limit": 5}).limit
@@ -74,7 +81,8 @@ def coerce_settings(value: Any) -> Any:
     elif isinstance(value, dict):
         unknown = set(value) - {"limit"}
         if unknown:
-            raise TypeError(f"unknown session setting(s): {', '.join(sorted(unknown))}")
+            # The SDK's own error and words (agents._config_coercion.coerce_dataclass_config).
+            raise TypeError(f"Unknown session settings: {', '.join(sorted(map(str, unknown)))}")
         settings = SessionSettings(limit=_check_limit(value.get("limit")))
     elif hasattr(value, "limit") and hasattr(value, "resolve"):
         _check_limit(value.limit)
@@ -108,6 +116,7 @@ def _limit_of(override: Any) -> int | None:
 def _check_limit(limit: Any) -> int | None:
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        # ValueError, not TypeError: what we always raised, and what the SDK's pydantic check raises.
+        raise ValueError(f"limit must be an int (negative: no limit) or None, not {limit!r}")  # noqa: TRY004
     return limit

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core import reads, storage
+from ..core.async_locking import AsyncLocked
 from ..core.codec import encode_items, identical
-from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, AsyncLocked, FileHandle, Locked, check_lock_timeout
+from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, Locked, check_lock_timeout
 from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
 from ..history.turns import newest_turns
 from . import compaction
@@ -95,7 +96,7 @@ class JSONLSession(SessionFeatures):
         if turn_limit is not None:
             if isinstance(turn_limit, bool) or not isinstance(turn_limit, int) or turn_limit < 0:
                 raise ValueError(f"turn_limit must be a non-negative int or None, not {turn_limit!r}")
-            if getattr(self._session_settings, "limit", None) is not None:
+            if self._resolve_limit(None) is not None:  # a negative settings limit is no limit
                 raise ValueError("give turn_limit or a session_settings limit, not both")
         self.turn_limit = turn_limit
 
@@ -144,6 +145,8 @@ class JSONLSession(SessionFeatures):
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The newest ``limit`` items, oldest first; all when ``limit`` and the settings' limit are None.
+
+        A negative ``limit`` (or settings limit) means no limit, as in the SDK.
 
         Without an item limit, ``turn_limit`` (if set) returns the newest whole turns instead.
         Costs time and memory proportional to what is returned, not to the file's size. Large
@@ -346,11 +349,16 @@ class JSONLSession(SessionFeatures):
     # -- one implementation behind both faces -------------------------------------------
 
     def _resolve_limit(self, limit: int | None) -> int | None:
+        """The item limit of a read: the explicit one, else the settings'; None for no limit.
+
+        A negative limit means no limit, as in the SDK (``SQLiteSession`` hands it to SQLite's
+        ``LIMIT``, where a negative count is unlimited), so it overrides a settings limit.
+        """
         if limit is None:
             limit = getattr(self._session_settings, "limit", None)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
-        return limit
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise ValueError(f"limit must be an int (negative: no limit) or None, not {limit!r}")
+        return None if limit is None or limit < 0 else limit
 
     def _locked(self, *, write: bool, create: bool) -> Locked:
         return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
