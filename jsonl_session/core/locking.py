@@ -9,7 +9,7 @@ Every operation that locks enters one context manager::
 
     with handle.locked(write=True, create=True, timeout=10.0) as fd:   # fd, or MISSING
         ...
-    async with handle.locked_async(write=False, create=False) as fd:   # the async twin
+    async with locked_async(handle, write=False, create=False) as fd:  # the twin (async_locking)
         ...
     with handle.try_locked(write=False, create=False) as fd:            # no wait: BUSY too
         ...
@@ -55,30 +55,26 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from types import TracebackType
 
+from . import flock
 from .errors import LockReentryError, LockTimeout
+from .fork_safety import close_in_forked_child
 from .safe_open import MISSING, fsync_directory, make_private_directories, open_file
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     from os import PathLike
-    from typing import Any, Protocol, TypeVar
+    from typing import Any, TypeVar
 
     T = TypeVar("T")
-
-    class ForkAware(Protocol):
-        """What :func:`close_in_forked_child` needs: a method run in the child right after ``fork``."""
-
-        def after_fork_in_child(self) -> None: ...
 
 
 __all__ = [
     "BUSY",
     "DEFAULT_LOCK_TIMEOUT",
     "MISSING",
-    "AsyncLocked",
     "FileHandle",
     "Locked",
     "backoff_delays",
@@ -86,6 +82,7 @@ __all__ = [
     "close_in_forked_child",
     "fsync_directory",
     "make_private_directories",
+    "next_token",
 ]
 
 DEFAULT_LOCK_TIMEOUT = 10.0
@@ -102,13 +99,9 @@ _MAX_DELAY = 0.005
 _tokens = itertools.count(1)
 
 
-@functools.cache
-def _lock_descriptor() -> Callable[..., bool]:
-    """filelock's ``lock_descriptor``, imported on the first write lock, not at start-up
-    (filelock loads logging, asyncio and more); cached, as an import statement per lock is not free."""
-    from filelock import lock_descriptor
-
-    return lock_descriptor
+def next_token() -> int:
+    """A new lock block's token: which block holds a handle's lock, since threads share the ``flock``."""
+    return next(_tokens)
 
 
 def check_lock_timeout(value: Any) -> float:
@@ -132,31 +125,6 @@ def backoff_delays() -> Iterator[float]:
     while True:
         yield delay
         delay = min(delay * 2, _MAX_DELAY)
-
-
-_fork_aware: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def close_in_forked_child(owner: ForkAware) -> None:
-    """Call ``owner.after_fork_in_child()`` in every child forked while ``owner`` lives.
-
-    The method should close (never unlock) the descriptors the child inherited, so that an
-    idle child holds no lock. Only a weak reference is kept.
-
-    Example:
-        >>> class Tail:
-        ...     def after_fork_in_child(self) -> None: ...  # os.close() inherited descriptors
-        >>> close_in_forked_child(Tail())
-    """
-    _fork_aware.add(owner)
-
-
-def _after_fork_in_child() -> None:
-    for owner in list(_fork_aware):
-        owner.after_fork_in_child()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class FileHandle:
@@ -187,7 +155,7 @@ class FileHandle:
         self._holder = 0  # token of the Locked/AsyncLocked holding the lock, 0 when free
         self._holder_thread = 0  # to refuse a same-thread deadlock
         self._reopen = False  # drop the descriptor on release (the file was replaced)
-        self._abandoned: weakref.ref[object] | None = None  # see _try_lock
+        self._abandoned: weakref.ref[object] | None = None  # see try_lock
         close_in_forked_child(self)
 
     def locked(self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Locked:
@@ -214,25 +182,6 @@ class FileHandle:
             ...     if fd == BUSY: ...  # try again later
         """
         return Locked(self, write, create, None)
-
-    def locked_async(
-        self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT, yield_first: bool = True
-    ) -> AsyncLocked:
-        """The asynchronous equivalent of :meth:`locked`: ``async with``, waiting with ``asyncio.sleep``.
-
-        The first attempt at the lock is inline, so the uncontended path costs no thread
-        hand-off. Every block lets other tasks run at least once: on entering, before
-        anything is done, so that a caller cancelled there knows nothing changed (a pop that
-        removed its item and then raised would lose it); or, with ``yield_first=False``, on
-        leaving, after the unlock (a thread hop, see :meth:`AsyncLocked.finish_in_thread`,
-        counts), which costs less: for reads, and for writes that end in a thread. A block
-        that fails to lock yields before raising.
-
-        Example:
-            >>> async with handle.locked_async(write=False, create=False) as fd:  # doctest: +SKIP
-            ...     items = reads.read_items(fd, handle.path, 20)
-        """
-        return AsyncLocked(self, write, create, check_lock_timeout(timeout), yield_first)
 
     def sync_folder_once(self) -> None:
         """Inside a locked block, before an in-place write: make the file's name durable (if ``durable``).
@@ -279,8 +228,23 @@ class FileHandle:
         self._abandoned = None
 
     # -- the protocol: every change of state happens under self._state ---------------------
+    # ``Locked`` and ``async_locking.AsyncLocked`` are its only callers: a block gets a
+    # token (:func:`next_token`), tries or waits for the lock with it, and releases it.
 
-    def _try_lock(self, owner: object, token: int, write: bool, create: bool, thread: int) -> int:
+    @property
+    def needs_open_ahead(self) -> bool:
+        """A durable create is due: the first lock would fsync the folder (async callers use a thread)."""
+        return self._fd is None and self.durable
+
+    def holds(self, token: int) -> bool:
+        """Whether the block with ``token`` holds the lock now."""
+        return self._holder == token
+
+    def hand_over_to_worker(self) -> None:
+        """The holding block hands the lock to a worker thread, which releases it; this thread may wait."""
+        self._holder_thread = 0
+
+    def try_lock(self, owner: object, token: int, write: bool, create: bool, thread: int) -> int:
         """Take the lock for ``owner`` (a lock block) without waiting: the fd, ``BUSY`` or ``MISSING``."""
         with self._state:
             if self._holder:
@@ -288,7 +252,7 @@ class FileHandle:
             # If ``owner`` is dropped still holding the lock (a signal handler raised before
             # its __exit__'s first line), this releases it. Normally the release drops the
             # reference first and the callback never runs.
-            abandoned = weakref.ref(owner, functools.partial(self._release, token))
+            abandoned = weakref.ref(owner, functools.partial(self.release, token))
             # The common path (descriptor open, lock free, file not replaced) is written out
             # in this one function: in a busy process each Python call costs ~1 µs of cold caches.
             try:
@@ -298,7 +262,7 @@ class FileHandle:
                         fd = self._open(write=write, create=create)
                         if fd == MISSING:
                             return MISSING
-                    if not (_lock_descriptor()(fd, blocking=False) if write else _lock_shared(fd)):
+                    if not (flock.lock_exclusive()(fd, blocking=False) if write else flock.lock_shared(fd)):
                         return BUSY
                     # Is the path still the inode we hold? A ``stat`` of the path, not an
                     # ``fstat``, whose link count would miss a replaced file hard-linked
@@ -323,7 +287,7 @@ class FileHandle:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
                 raise
 
-    def _release(self, token: int, _: object = None) -> None:
+    def release(self, token: int, _: object = None) -> None:
         """Unlock if ``token`` still holds the lock (calling it twice is harmless)."""
         with self._state:
             if self._holder != token:
@@ -340,11 +304,11 @@ class FileHandle:
                     self._reopen = False
                     self._drop()
 
-    def _lock_waiting(
+    def lock_waiting(
         self, owner: object, token: int, write: bool, create: bool, timeout: float | None
     ) -> int:
         thread = threading.get_ident()
-        fd = self._try_lock(owner, token, write, create, thread)
+        fd = self.try_lock(owner, token, write, create, thread)
         if fd != BUSY or timeout is None:
             return fd
         if self._holder and self._holder_thread == thread:
@@ -355,14 +319,12 @@ class FileHandle:
             if remaining <= 0:
                 break
             time.sleep(min(delay, remaining))
-            fd = self._try_lock(owner, token, write, create, thread)
+            fd = self.try_lock(owner, token, write, create, thread)
             if fd != BUSY:
                 return fd
         raise LockTimeout(self.path, timeout)
 
-    async def _lock_polling(
-        self, owner: object, token: int, write: bool, create: bool, timeout: float
-    ) -> int:
+    async def lock_polling(self, owner: object, token: int, write: bool, create: bool, timeout: float) -> int:
         """After a first attempt found the lock ``BUSY``: retry, sleeping on the loop in between."""
         import asyncio  # here, not at import time: the CLI starts without asyncio
 
@@ -372,14 +334,14 @@ class FileHandle:
             # Sleep at least once, even with no time left: every async call lets the other
             # tasks run, and the last attempt is made at the deadline.
             await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
-            fd = self._try_lock(owner, token, write, create, thread)
+            fd = self.try_lock(owner, token, write, create, thread)
             if fd != BUSY or time.monotonic() >= deadline:
                 break
         if fd == BUSY:
             raise LockTimeout(self.path, timeout)
         return fd
 
-    def _open_ahead(self, write: bool) -> None:
+    def open_ahead(self, write: bool) -> None:
         """Open (and create) the file now, in a worker thread: creating fsyncs the folder."""
         with self._state:
             if not self._holder and (self._fd is None or (write and not self._writable)):
@@ -422,161 +384,17 @@ class Locked:
         self._handle = handle
         self._token = 0
         self._write, self._create, self._timeout = write, create, timeout
-        self._token = next(_tokens)
+        self._token = next_token()
 
     def __enter__(self) -> int:
         handle = self._handle
         try:
-            return handle._lock_waiting(self, self._token, self._write, self._create, self._timeout)
+            return handle.lock_waiting(self, self._token, self._write, self._create, self._timeout)
         except BaseException:
-            handle._release(self._token)  # a signal handler raised after the lock was taken
+            handle.release(self._token)  # a signal handler raised after the lock was taken
             raise
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self._handle._release(self._token)
-
-
-class AsyncLocked:
-    """The ``async with`` block of :meth:`FileHandle.locked_async`.
-
-    Example:
-        >>> lock = handle.locked_async(write=True, create=True)          # doctest: +SKIP
-        >>> async with lock as fd:                                       # doctest: +SKIP
-        ...     os.write(fd, payload)
-        ...     await lock.finish_in_thread(os.fdatasync, fd)  # unlocks in the thread
-    """
-
-    __slots__ = (
-        "__weakref__",
-        "_create",
-        "_handed_off",
-        "_handle",
-        "_timeout",
-        "_token",
-        "_write",
-        "_yield_first",
-    )
-
-    def __init__(
-        self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = True
-    ) -> None:
-        """``timeout`` must be checked already (:func:`check_lock_timeout`): sessions check theirs once."""
-        self._handle = handle
-        self._token = 0
-        self._write, self._create, self._timeout = write, create, timeout
-        self._handed_off = False
-        self._yield_first = yield_first
-        self._token = next(_tokens)
-
-    async def __aenter__(self) -> int:
-        if self._yield_first:
-            await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
-        handle = self._handle
-        if self._create and handle._fd is None and handle.durable:
-            from . import worker_threads as workers  # here, not at import time: the CLI never needs threads
-
-            await workers.run(handle._open_ahead, self._write)
-        token = self._token
-        try:
-            fd = handle._try_lock(self, token, self._write, self._create, threading.get_ident())
-            if fd == BUSY:  # held by another process (or task): wait without blocking the loop
-                fd = await handle._lock_polling(self, token, self._write, self._create, self._timeout)
-            return fd
-        except BaseException as error:
-            handle._release(token)  # cancelled, or a signal, after the lock was taken
-            if isinstance(error, Exception) and not self._yield_first:
-                await _YIELD_ONCE  # a failing call yields too: a loop that retries must not starve the others
-            raise
-
-    def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> Awaitable[None]:
-        # A plain method that releases at once and returns an awaitable: a coroutine would
-        # hold this object, and one created but never awaited (a signal in between) can be
-        # kept alive by whoever records its RuntimeWarning.
-        if self._handed_off:
-            return _DONE  # the thread hop yielded
-        self._handle._release(self._token)
-        return _DONE if self._yield_first else _YIELD_ONCE  # it promised to yield, and has not
-
-    async def finish_in_thread(self, function: Callable[..., T], *args: Any) -> T:
-        """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.
-
-        If the caller is cancelled, it stops waiting at once, but the work still completes and
-        the worker releases the lock: nothing is left half-done or held. The work goes to
-        the library's own threads (``workers``) and comes back with one
-        ``call_soon_threadsafe``: cheaper for the loop than ``asyncio.shield(loop.run_in_executor(...))``.
-        """
-        import asyncio
-
-        from . import worker_threads as workers
-
-        handle = self._handle
-        if self._handed_off or handle._holder != self._token:
-            raise RuntimeError("finish_in_thread() needs the lock this block holds, once")
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[T] = loop.create_future()
-        # Whoever takes ``claim`` first unlocks: the worker, which then does the work, or this
-        # caller, if an exception (a signal handler's) arrives before the worker starts.
-        # ``submit`` queues the work before it starts a thread, so which one runs is decided here.
-        claim = threading.Lock()
-        handle._holder_thread = 0  # the worker owns it now; this thread may wait for it
-        try:
-            self._handed_off = True
-            workers.submit(self._finish, function, args, loop, done, claim)
-        except BaseException:
-            if claim.acquire(blocking=False):
-                handle._release(self._token)  # the work will not run: nobody else unlocks
-            raise
-        return await done
-
-    def _finish(
-        self, function: Callable[..., T], args: tuple[Any, ...], loop: Any, done: Any, claim: threading.Lock
-    ) -> None:
-        from . import worker_threads as workers
-
-        if not claim.acquire(blocking=False):
-            return  # the caller gave up before this started, and unlocked
-        workers.run_and_report(self._run_then_unlock, (function, args), loop, done)
-
-    def _run_then_unlock(self, function: Callable[..., T], args: tuple[Any, ...]) -> T:
-        try:
-            return function(*args)
-        finally:
-            self._handle._release(self._token)
-
-
-# Two awaitables that run no Python code: ``await`` iterates a tuple, in C. Every async call
-# of a session awaits one of them, and on the hot path each Python frame saved is ~1 µs.
-
-
-class _Done(tuple):  # type: ignore[type-arg]
-    """An awaitable that is already finished: iterating ``()`` ends at once."""
-
-    __slots__ = ()
-    __await__ = tuple.__iter__
-
-
-_DONE: Awaitable[None] = _Done()  # type: ignore[assignment]  # awaitable, as mypy cannot see
-
-
-class _YieldOnce(tuple):  # type: ignore[type-arg]
-    """Lets the other tasks run once, like ``asyncio.sleep(0)``: iterating ``(None,)`` yields
-    one bare ``None``, which makes the running task reschedule itself."""
-
-    __slots__ = ()
-    __await__ = tuple.__iter__
-
-
-_YIELD_ONCE: Awaitable[None] = _YieldOnce((None,))  # type: ignore[assignment]
-
-
-def _lock_shared(fd: int) -> bool:
-    """filelock has no shared lock on a descriptor; readers use flock's LOCK_SH directly."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
+        self._handle.release(self._token)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..core.locking import close_in_forked_child
+from ..core.fork_safety import close_in_forked_child
 from .options import HOT_SECONDS, TICK_SECONDS, StopFlag, WatchOptions
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ from lock_helpers import another_process_can_lock
 
 from jsonl_session import JSONLSession, LockTimeout, UnsafePathError
 from jsonl_session.core import worker_threads as workers
+from jsonl_session.core.async_locking import locked_async
 
 
 def assert_lock_is_free(session: JSONLSession) -> None:
@@ -228,7 +229,7 @@ def test_an_exception_inside_submit_after_queueing_never_unlocks_under_the_worke
             unlocked_while_working.append(other >= 0)
 
     async def main() -> None:
-        lock = session._handle.locked_async(write=True, create=False)
+        lock = locked_async(session._handle, write=True, create=False)
         with pytest.raises(Interrupted):
             async with lock as fd:
                 await lock.finish_in_thread(work, fd)
@@ -298,7 +299,7 @@ def test_a_worker_raising_stop_iteration_reaches_its_caller(session: JSONLSessio
         raise StopIteration
 
     async def main() -> None:
-        lock = session._handle.locked_async(write=True, create=False)
+        lock = locked_async(session._handle, write=True, create=False)
         async with lock as fd:
             await asyncio.wait_for(lock.finish_in_thread(work, fd), 30)
 
