@@ -46,11 +46,16 @@ _UNSAFE_IN_SCRIPT = (
 
 @dataclass(frozen=True)
 class Live:
-    """Where a served page gets its changes: the events URL and the version the page shows."""
+    """Where a served page gets its changes: the events URL and the version the page shows.
+
+    ``problem`` says why the session cannot be read now (then the page shows an alert, and no
+    "live" status, until the session reads again).
+    """
 
     events: str
     version: int
     index: str = "./"
+    problem: str = ""
 
 
 def script_json(data: bytes) -> bytes:
@@ -79,24 +84,24 @@ def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live
     """
     settings = {
         "title": title,
-        "live": None if live is None else {"events": live.events, "version": live.version},
+        "live": None
+        if live is None
+        else {"events": live.events, "version": live.version, "problem": live.problem},
     }
     prefix = script_json(orjson.dumps(settings)[:-1] + b',"items":')
     heading = html.escape(title)
+    status = changes = ""
     if live is not None:
         heading = f'<a href="{html.escape(live.index)}">sessions</a> / {heading}'
-        status = (
-            '<div id="live" class="live"><span class="dot"></span><span>connecting…</span></div>'
-            '<ul id="changes"></ul>'
-        )
-    else:
-        status = ""
+        status = _LIVE_STATUS
+        changes = _CHANGES
     head = _TRANSCRIPT_HEAD.format(
         csp=content_security_policy("transcript.js", live is not None),
         title=html.escape(title),
         heading=heading,
         meta=html.escape(meta),
         live=status,
+        changes=changes,
         css=_asset("page.css"),
     )
     tail = _TAIL.format(js=_asset("transcript.js"))
@@ -132,6 +137,18 @@ def _hash(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
+_LIVE_STATUS = (
+    '<span id="live" class="live"><span class="dot" aria-hidden="true"></span><span>connecting…</span></span>'
+)
+_CHANGES = (
+    '<div class="changes"><p id="latest" class="latest" aria-live="polite">'
+    "no change since the page opened</p>"
+    '<details id="history" hidden><summary>all changes</summary><ul id="changes"></ul></details></div>'
+)
+
+# The header sticks only on screens tall and wide enough for it (page.css); ``scroll-padding-top``
+# keeps focused elements and line anchors below it. The items are drawn between two spacers,
+# only those near the viewport (transcript.js).
 _TRANSCRIPT_HEAD = """<!doctype html>
 <html lang="en">
 <head>
@@ -143,13 +160,24 @@ _TRANSCRIPT_HEAD = """<!doctype html>
 </head>
 <body>
 <header class="top">
-<h1>{heading}</h1>
-<div class="meta">{meta}</div>
-<div class="controls"><input id="search" type="search" placeholder="Search (press /)" aria-label="Search the \
-transcript"><span id="kinds"></span><span id="count" class="count"></span></div>
-{live}
+<div class="bar"><h1>{heading}</h1><span class="meta">{meta}</span>{live}</div>
+<div class="controls"><input id="search" type="search" placeholder="Search (press /)" \
+aria-label="Search the transcript" aria-describedby="search-help" aria-keyshortcuts="/ Control+F">\
+<span id="search-help" class="sr">Shows the items that contain the text. Enter goes to the next match, \
+Shift+Enter to the previous one.</span>\
+<span id="kinds" role="group" aria-label="Show items of each kind"></span>\
+<span id="count" class="count" role="status" aria-atomic="true"></span>\
+<span class="jumps"><button id="oldest" type="button" class="tool" aria-keyshortcuts="Home" \
+title="Go to the oldest item (Home)">↑ oldest</button><button id="newest" type="button" class="tool" \
+aria-keyshortcuts="End" title="Go to the newest item (End)">↓ newest</button>\
+<button id="wrap" type="button" class="tool" aria-pressed="false">wrap long lines</button></span></div>
+{changes}
 </header>
-<main><div id="items"></div><div id="more"></div>
+<main>
+<div id="alert" class="alert" role="alert" hidden></div>
+<div id="top-space" class="space" aria-hidden="true"></div><div id="items"></div>\
+<div id="bottom-space" class="space" aria-hidden="true"></div>
+<p id="empty" class="empty" hidden></p>
 <noscript><p class="empty">This transcript is drawn by JavaScript. Without it, use
 <code>jsonl-session show ID --markdown</code>.</p></noscript>
 </main>
@@ -165,9 +193,10 @@ _INDEX_HEAD = """<!doctype html>
 <style>{css}</style>
 </head>
 <body>
-<header class="top"><h1>Sessions</h1><div id="count" class="meta"></div></header>
-<main><table><thead><tr><th>session</th><th class="n">items</th><th class="n">size</th><th>modified</th>
-<th></th></tr></thead>
+<header class="top index"><h1>Sessions</h1><div id="count" class="meta" role="status"></div></header>
+<main><table><caption class="sr">Sessions in this folder, newest first</caption>
+<thead><tr><th scope="col">session</th><th scope="col" class="n">items</th><th scope="col" class="n">size</th>
+<th scope="col">modified</th><th scope="col">notes</th></tr></thead>
 <tbody id="sessions"></tbody></table></main>
 <script type="application/json" id="index-data">"""
 

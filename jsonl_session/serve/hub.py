@@ -18,6 +18,13 @@ bound: its queue is dropped and it gets one ``reset`` instead.
 Items are numbered by position (1 for the first item): the line numbers ``show --html``
 prints, for files written by this library (which never writes blank lines).
 
+A session the watch cannot read (a malformed line, a conflict marker: a ``failed`` change)
+is read once more, leniently, as ``show --html`` reads it: every good item, and the bad lines
+as ``invalid`` views, numbered by the file's lines. Its pages get those views with the
+problem (a ``problem`` event carrying ``items``), instead of an empty list under a "live"
+dot; the watch hands the session over again (``replaced``) once it reads
+(tests/serve/test_browser.py::test_a_malformed_line_is_flagged_and_hides_nothing_when_served).
+
 Example:
     >>> hub = Hub("sessions", lock_timeout=10)                    # doctest: +SKIP
     >>> hub.start()
@@ -39,8 +46,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..core.errors import JSONLSessionError, LockTimeout
+from ..core.names import filename_for
 from ..render.html import script_json
-from ..render.views import ViewBuilder, encode_view
+from ..render.views import ItemView, ViewBuilder, encode_view, read_file, views_of_lines
 from ..session.folder import SessionDirectory
 from ..watch import Change, watch_directory_sync
 
@@ -49,6 +58,8 @@ if TYPE_CHECKING:
 
 MAX_QUEUED = 2000
 """Events a subscriber may fall behind before it is sent one ``reset`` instead."""
+LENIENT_READ_TIMEOUT = 2.0
+"""At most this long waiting for a failed session's lock, to show what the file holds."""
 READY_TIMEOUT = 10.0
 """How long a page waits, just after start, for the watch to replay the sessions already there."""
 RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0)
@@ -230,6 +241,7 @@ class Hub:
                 self._forget_all()
 
     def _apply(self, change: Change) -> None:
+        lenient = self._read_leniently(change) if change.kind == "failed" else None
         with self._lock:
             mirror = self._mirrors.setdefault(change.session_id, _Mirror())
             if self._unseen:
@@ -259,7 +271,29 @@ class Hub:
                     "version": version,
                     "message": f"{change.session_id}: {error}",
                 }
+                if lenient is not None:  # what the file holds now, bad lines flagged
+                    mirror.views[:] = [script_json(encode_view(view)) for view in lenient]
+                    mirror.builder.reset()
+                    payload["count"] = len(mirror.views)
+                    items = b",".join(mirror.views)
             self._send(change.session_id, payload, items)
+
+    def _read_leniently(self, change: Change) -> list[ItemView] | None:
+        """The views of a session the watch failed to read, as ``show --html`` reads it; None if it cannot.
+
+        Outside the hub's lock (a file read). A session whose lock is held too long is not
+        tried again here: its pages keep the items they have.
+        """
+        if isinstance(change.error, LockTimeout):
+            return None
+        try:
+            data = read_file(
+                self.directory / filename_for(change.session_id),
+                lock_timeout=min(self.lock_timeout, LENIENT_READ_TIMEOUT),
+            )
+        except (OSError, ValueError, JSONLSessionError):
+            return None
+        return views_of_lines(data)
 
     def _render(self, mirror: _Mirror, items: list[Any]) -> bytes:
         start = len(mirror.views)
@@ -283,7 +317,12 @@ class Hub:
 
     def _reset(self, session_id: str) -> Event:
         mirror = self._mirrors.get(session_id) or _Mirror()
-        payload = b'{"kind":"reset","version":%d,"count":%d,"items":[' % (mirror.version, len(mirror.views))
+        problem = script_json(orjson.dumps(f"{session_id}: {mirror.problem}" if mirror.problem else ""))
+        payload = b'{"kind":"reset","version":%d,"count":%d,"problem":%s,"items":[' % (
+            mirror.version,
+            len(mirror.views),
+            problem,
+        )
         return Event(mirror.version, payload + b",".join(mirror.views) + b"]}")
 
     def _catch_up(self, subscriber: Subscription) -> Event:

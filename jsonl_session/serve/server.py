@@ -138,10 +138,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         version, items = page
         path = self.server.hub.directory / filename_for(session_id)
-        live = Live(events=f"events?id={quote(session_id, safe='')}&v={version}", version=version)
         problem = self.server.hub.problem(session_id)
-        meta = f"{path} · live" + (f" · cannot be read now: {problem}" if problem else "")
-        html = transcript_page(session_id, items, meta=meta, live=live)
+        live = Live(
+            events=f"events?id={quote(session_id, safe='')}&v={version}",
+            version=version,
+            problem=f"{session_id}: {problem}" if problem else "",
+        )
+        html = transcript_page(session_id, items, meta=str(path), live=live)
         self._send(HTTPStatus.OK, html, "text/html", script="transcript.js", body=body)
 
     def _events(self, session_id: str | None, *, body: bool) -> None:
