@@ -66,6 +66,7 @@ def test_four_processes_append_every_item_exactly_once(sessions_dir: Path) -> No
         assert line.startswith(b"{") and line.endswith(b"}")
 
 
+@pytest.mark.slow
 def test_one_add_items_call_is_never_split_by_another_writer(sessions_dir: Path) -> None:
     run_processes([(_append_batches_async, (str(sessions_dir), w, 150)) for w in range(4)])
     items = JSONLSession("shared", sessions_dir).get_items_sync()

@@ -107,6 +107,7 @@ def test_results_go_to_scratch_unless_asked(tmp_path: Path) -> None:
     assert outputs.results_dir(parser.parse_args(["--out", str(tmp_path / "mine")])) == tmp_path / "mine"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", ["grep_vs_jq.py", "startup.py"])
 def test_a_quick_run_leaves_the_committed_results_alone(script: str, tmp_path: Path) -> None:
     if script == "grep_vs_jq.py" and not (shutil.which("grep") and shutil.which("jq")):

@@ -22,6 +22,7 @@ from . import crashkit
 _ctx = multiprocessing.get_context("fork")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(150)
 def test_200_sigkills_lose_nothing_acknowledged_and_glue_nothing(tmp_path: Path) -> None:
     stats = crashkit.run(tmp_path / "sessions", kills=200, seed=20261202, big_every=25)

@@ -151,6 +151,7 @@ def test_both_engines_give_the_same_answer(
     assert not system_grep._unusable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["system grep", "python"])
 def test_a_folder_search_holds_only_a_bounded_part_of_the_folder_in_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str

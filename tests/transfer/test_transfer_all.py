@@ -170,6 +170,7 @@ def test_all_is_exclusive_with_an_id(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.slow
 def test_the_transfer_benchmark_runs_quick(tmp_path: Path) -> None:
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")

@@ -103,7 +103,7 @@ FollowerMatchesFile.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-FollowerMatchesFile.TestCase.pytestmark = pytest.mark.timeout(900)  # type: ignore[attr-defined]
+FollowerMatchesFile.TestCase.pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]  # type: ignore[attr-defined]
 test_follower_matches_the_file_after_any_operations_between_wakeups = FollowerMatchesFile.TestCase
 
 
