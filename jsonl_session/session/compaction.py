@@ -49,8 +49,12 @@ async def atomic_replace(session: JSONLSession, items: list[Any]) -> bool:
     """
     if not _plain(session):
         return False
-    await session._replace_items(list(items))
+    await session.replace_items(list(items))
     return True
+
+
+# Snapshots of up to this many items are read on the loop (a few dozen lines: well under 1 ms).
+_INLINE_LIMIT = 100
 
 
 async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix | None = None) -> Any:
@@ -72,7 +76,14 @@ async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix 
         return None
     # Not the public get_items: wrappers and the SDK's tests count those reads, and the settings'
     # limit or turn_limit must not cut the snapshot. One more item says whether there is older history.
-    newest = await session._locked_in_thread(session._read, limit + 1, write=False)
+    # A few items are read on the loop, as get_items reads them: every snapshot taken while
+    # another process held the lock sees the history as it was, before any replacement.
+    lock = session.locked_async(write=False, create=False)
+    async with lock as fd:
+        if limit < _INLINE_LIMIT:
+            newest = session.read_locked(fd, limit + 1)
+        else:
+            newest = await lock.finish_in_thread(session.read_locked, fd, limit + 1)
     complete = len(newest) <= limit  # nothing stored before the items we hand out
     items = newest[-limit:]
 
@@ -80,7 +91,7 @@ async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix 
         expected = items[start:]
         if not expected:
             return False
-        return await session._locked_in_thread(
+        return await session.locked_in_thread(
             _replace_suffix_locked, session, expected, list(output), prune_prefix, write=True, create=True
         )
 
@@ -91,7 +102,7 @@ def _replace_suffix_locked(
     fd: int, session: JSONLSession, expected: list[Any], output: list[Any], prune_prefix: PrunePrefix | None
 ) -> bool:
     """Under the write lock: if the file still ends with ``expected``, swap it for ``output``."""
-    with session._rewriting(fd) as draft:
+    with session.rewriting(fd) as draft:
         stored = draft.items
         if len(stored) < len(expected) or not _same(stored[len(stored) - len(expected) :], expected):
             return False  # something was added, popped or rewritten since the snapshot: decline

@@ -1,7 +1,7 @@
 """Turns, lineage, usage and paused runs on a ``JSONLSession`` (mixed into the class).
 
 Kept apart from ``session`` so that the SDK protocol stays short to read; every method here
-goes through the same lock as the items (``self._locked``, or ``self._locked_in_thread`` for
+goes through the same lock as the items (``self.locked``, or ``self.locked_in_thread`` for
 the async ones), and the files it touches are the sidecars described in ``sidecars``. Async
 methods wait for the session's lock on the loop and run the locked work in a worker thread:
 waiting for another process's session lock never holds a thread, and a started write
@@ -11,8 +11,6 @@ own, taken only under the session's, so it is always free by then.)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core import reads, storage
@@ -20,11 +18,12 @@ from ..core import sidecar_files as sidecars
 from ..core.codec import encode_items
 from ..core.deferred_imports import OnFirstUse
 from ..core.errors import SessionExistsError, SessionNotFoundError
-from ..core.locking import MISSING, FileHandle, Locked
+from ..core.locking import MISSING
 from ..history import paused_runs as runs
 from ..history.lineage import Lineage, read_lineage
 from ..history.turns import Turn, last_turn, rewind, split_turns
 from ..history.usage import model_of, new_record, result_counters, session_usage, since, turn_usage
+from .locked_operations import LockedOperations
 
 if TYPE_CHECKING:
     import asyncio
@@ -37,21 +36,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class SessionFeatures:
+class SessionFeatures(LockedOperations):
     """Turn-aware history, fork lineage, a usage log and paused runs for one session file."""
-
-    path: Path
-    durable: bool
-    lock_timeout: float
-    _handle: FileHandle
-
-    def _locked(self, *, write: bool, create: bool) -> Locked:  # pragma: no cover - JSONLSession's
-        raise NotImplementedError
-
-    async def _locked_in_thread(  # pragma: no cover - JSONLSession's
-        self, function: Callable[..., T], *args: Any, write: bool, create: bool = False
-    ) -> T:
-        raise NotImplementedError
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -73,13 +59,13 @@ class SessionFeatures:
             >>> removed = session.rewind_sync(1)              # doctest: +SKIP
         """
         _check_turns(turns)
-        with self._locked(write=True, create=False) as fd:
+        with self.locked(write=True, create=False) as fd:
             return self._rewind_locked(fd, turns)
 
     async def rewind(self, turns: int = 1) -> list[Any]:
         """The asynchronous equivalent of :meth:`rewind_sync`."""
         _check_turns(turns)
-        return await self._locked_in_thread(self._rewind_locked, turns, write=True)
+        return await self.locked_in_thread(self._rewind_locked, turns, write=True)
 
     def _rewind_locked(self, fd: int, turns: int) -> list[Any]:
         if fd == MISSING:
@@ -111,12 +97,12 @@ class SessionFeatures:
             >>> session.record_usage_sync(result)["total_tokens"]          # doctest: +SKIP
             876
         """
-        with self._locked(write=True, create=False) as fd:
+        with self.locked(write=True, create=False) as fd:
             return self._record_usage_locked(fd, result)
 
     async def record_usage(self, result: Any) -> dict[str, Any]:
         """The asynchronous equivalent of :meth:`record_usage_sync`."""
-        return await self._locked_in_thread(self._record_usage_locked, result, write=True)
+        return await self.locked_in_thread(self._record_usage_locked, result, write=True)
 
     def _record_usage_locked(self, fd: int, result: Any) -> dict[str, Any]:
         if fd == MISSING:
@@ -143,7 +129,7 @@ class SessionFeatures:
 
     def usage_records(self) -> list[dict[str, Any]]:
         """Every line of the usage log, oldest first."""
-        with self._locked(write=False, create=False) as fd:
+        with self.locked(write=False, create=False) as fd:
             return self._usage_records_locked(fd)
 
     def _usage_records_locked(self, fd: int) -> list[dict[str, Any]]:
@@ -163,7 +149,7 @@ class SessionFeatures:
 
     async def get_session_usage(self) -> dict[str, int] | None:
         """The asynchronous equivalent of :meth:`get_session_usage_sync`."""
-        records = await self._locked_in_thread(self._usage_records_locked, write=False)
+        records = await self.locked_in_thread(self._usage_records_locked, write=False)
         return session_usage(records)
 
     def get_turn_usage_sync(
@@ -176,14 +162,14 @@ class SessionFeatures:
         ``output_tokens_details`` (``reasoning_tokens``), ``at`` (when its first run was
         recorded) and ``models``.
         """
-        with self._locked(write=False, create=False) as fd:
+        with self.locked(write=False, create=False) as fd:
             return self._turn_usage_locked(fd, user_turn_number)
 
     async def get_turn_usage(
         self, user_turn_number: int | None = None
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """The asynchronous equivalent of :meth:`get_turn_usage_sync`."""
-        return await self._locked_in_thread(self._turn_usage_locked, user_turn_number, write=False)
+        return await self.locked_in_thread(self._turn_usage_locked, user_turn_number, write=False)
 
     def _turn_usage_locked(
         self, fd: int, user_turn_number: int | None
@@ -205,13 +191,13 @@ class SessionFeatures:
             ...     session.save_run_state_sync(result.to_state())
         """
         state = runs.as_state(state)
-        with self._locked(write=True, create=False) as fd:
+        with self.locked(write=True, create=False) as fd:
             self._save_run_state_locked(fd, state)
 
     async def save_run_state(self, state: Any) -> None:
         """The asynchronous equivalent of :meth:`save_run_state_sync`."""
         state = runs.as_state(state)
-        await self._locked_in_thread(self._save_run_state_locked, state, write=True)
+        await self.locked_in_thread(self._save_run_state_locked, state, write=True)
 
     def _save_run_state_locked(self, fd: int, state: Any) -> None:
         if fd == MISSING:
@@ -245,12 +231,12 @@ class SessionFeatures:
 
     def clear_run_state_sync(self) -> bool:
         """Forget the paused run (under the lock); True if there was one."""
-        with self._locked(write=True, create=False) as fd:
+        with self.locked(write=True, create=False) as fd:
             return self._clear_run_state_locked(fd)
 
     async def clear_run_state(self) -> bool:
         """The asynchronous equivalent of :meth:`clear_run_state_sync`."""
-        return await self._locked_in_thread(self._clear_run_state_locked, write=True)
+        return await self.locked_in_thread(self._clear_run_state_locked, write=True)
 
     def _clear_run_state_locked(self, fd: int) -> bool:
         return runs.clear(self.path, durable=self.durable)
@@ -271,7 +257,7 @@ class SessionFeatures:
             SessionExistsError: this session already has items (nothing is overwritten).
         """
         payload = encode_items(items)
-        with self._locked(write=True, create=True) as fd:
+        with self.locked(write=True, create=True) as fd:
             if reads.read_items(fd, self.path, 1, size=self._handle.size):
                 raise SessionExistsError(self.path, "session already exists; not overwriting it")
             self._handle.replaced()  # the next call opens the new file
@@ -281,7 +267,7 @@ class SessionFeatures:
 
     def _all_items(self) -> list[Any]:
         """Every item, whatever limit the settings or ``turn_limit`` impose on ``get_items``."""
-        with self._locked(write=False, create=False) as fd:
+        with self.locked(write=False, create=False) as fd:
             if fd == MISSING:
                 return []
             return reads.read_items(fd, self.path, size=self._handle.size)

@@ -19,20 +19,19 @@ cancelled caller never leaves a write half-done or the lock held
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core import reads, storage
 from ..core.async_locking import AsyncLocked
-from ..core.codec import encode_items, identical
-from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, Locked, check_lock_timeout
+from ..core.codec import encode_items
+from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout
 from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
-from ..history.turns import newest_turns
 from . import compaction
 from .history_methods import SessionFeatures
+from .locked_operations import Draft
 from .settings import as_sdk_settings, coerce_settings
 
 if TYPE_CHECKING:
@@ -156,13 +155,13 @@ class JSONLSession(SessionFeatures):
         if limit == 0:
             await _yield_once()
             return []
-        lock = self._locked_async(write=False, create=False)
+        lock = self.locked_async(write=False, create=False)
         async with lock as fd:
             if fd == MISSING:
                 return []
             if self._handle.size <= _INLINE_FILE_BYTES or (limit is not None and limit <= _INLINE_LIMIT):
-                return self._read(fd, limit)
-            return await lock.finish_in_thread(self._read, fd, limit)
+                return self.read_locked(fd, limit)
+            return await lock.finish_in_thread(self.read_locked, fd, limit)
 
     async def add_items(self, items: Iterable[Any]) -> None:
         """Append items, one line each, in a single write: readers see all of them or none.
@@ -197,7 +196,7 @@ class JSONLSession(SessionFeatures):
 
     async def pop_item(self) -> Any:
         """Remove and return the newest item (None when empty) by truncating its line."""
-        lock = self._locked_async(write=True, create=False)
+        lock = self.locked_async(write=True, create=False)
         async with lock as fd:
             if fd == MISSING or not self.durable:
                 return self._pop(fd)
@@ -205,7 +204,7 @@ class JSONLSession(SessionFeatures):
 
     async def clear_session(self) -> None:
         """Remove every item. The file stays, empty, so followers and git see the clear."""
-        lock = self._locked_async(write=True, create=False)
+        lock = self.locked_async(write=True, create=False)
         async with lock as fd:
             if fd == MISSING or not self.durable:
                 return self._clear(fd)
@@ -218,24 +217,24 @@ class JSONLSession(SessionFeatures):
         limit = self._resolve_limit(limit)
         if limit == 0:
             return []
-        with self._locked(write=False, create=False) as fd:
-            return self._read(fd, limit)
+        with self.locked(write=False, create=False) as fd:
+            return self.read_locked(fd, limit)
 
     def add_items_sync(self, items: Iterable[Any]) -> None:
         """Blocking twin of :meth:`add_items`."""
         payload = encode_items(items)
         if payload:
-            with self._locked(write=True, create=True) as fd:
+            with self.locked(write=True, create=True) as fd:
                 self._append(fd, payload, self._handle.size)
 
     def pop_item_sync(self) -> Any:
         """Blocking twin of :meth:`pop_item`."""
-        with self._locked(write=True, create=False) as fd:
+        with self.locked(write=True, create=False) as fd:
             return self._pop(fd)
 
     def clear_session_sync(self) -> None:
         """Blocking twin of :meth:`clear_session`."""
-        with self._locked(write=True, create=False) as fd:
+        with self.locked(write=True, create=False) as fd:
             self._clear(fd)
 
     def count_items_sync(self) -> int:
@@ -248,7 +247,7 @@ class JSONLSession(SessionFeatures):
             >>> session.count_items_sync()                        # doctest: +SKIP
             42
         """
-        with self._locked(write=False, create=False) as fd:
+        with self.locked(write=False, create=False) as fd:
             if fd == MISSING:
                 return 0
             return reads.count_items(fd)
@@ -266,50 +265,18 @@ class JSONLSession(SessionFeatures):
             >>> with session.rewrite() as draft:                  # doctest: +SKIP
             ...     draft.items = [i for i in draft.items if i.get("role") != "system"]
         """
-        with self._locked(write=True, create=True) as fd, self._rewriting(fd) as draft:
+        with self.locked(write=True, create=True) as fd, self.rewriting(fd) as draft:
             yield draft
-
-    @contextmanager
-    def _rewriting(self, fd: int) -> Iterator[Draft]:
-        """:meth:`rewrite` once the write lock is held (the compaction hooks take it on the loop)."""
-        original = reads.read_items(fd, self.path)
-        # Parsing again is the copy that in-place edits may change: cheaper than
-        # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
-        draft = Draft(items=reads.read_items(fd, self.path))
-        yield draft
-        before = _encoding_or_none(original)
-        try:
-            payload = encode_items(draft.items)
-        except ValueError:
-            if before is None and identical(draft.items, original):
-                return  # unchanged, though it cannot be written (huge ints, deep nesting)
-            raise
-        if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
-            self._replace_locked(fd, payload)
 
     def replace_items_sync(self, items: Iterable[Any]) -> None:
         """Atomically replace the whole history with ``items`` (one rename, under the lock)."""
         payload = encode_items(items)
-        with self._locked(write=True, create=True) as fd:
-            self._replace_locked(fd, payload)
-
-    async def _replace_items(self, items: list[Any]) -> None:
-        """The async :meth:`replace_items_sync`: encoding and the rename run in a worker thread."""
-        await self._locked_in_thread(self._encode_and_replace_locked, items, write=True, create=True)
-
-    def _encode_and_replace_locked(self, fd: int, items: list[Any]) -> None:
-        self._replace_locked(fd, encode_items(items))
-
-    def _replace_locked(self, fd: int, payload: bytes) -> None:
-        # A crashed writer's partial line is not an item, so it is not in `payload`: save it
-        # to the sidecar first rather than let the rename throw it away.
-        self._handle.replaced()  # the next call opens the new file
-        storage.repair_tail(fd, self.path, durable=self.durable)
-        storage.replace(fd, self.path, payload, durable=self.durable)
+        with self.locked(write=True, create=True) as fd:
+            self.replace_locked(fd, payload)
 
     def repair_sync(self) -> bytes | None:
         """Move a torn last line to :attr:`sidecar_path` now; return the bytes moved, if any."""
-        with self._locked(write=True, create=False) as fd:
+        with self.locked(write=True, create=False) as fd:
             if fd == MISSING:
                 return None
             self._handle.sync_folder_once()
@@ -360,44 +327,7 @@ class JSONLSession(SessionFeatures):
             raise ValueError(f"limit must be an int (negative: no limit) or None, not {limit!r}")
         return None if limit is None or limit < 0 else limit
 
-    def _locked(self, *, write: bool, create: bool) -> Locked:
-        return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
-
-    def _locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
-        # Reads yield after the unlock, durable writes in their worker's hop; writes that stay
-        # on the loop yield first, so that a caller cancelled there knows nothing was done.
-        # The timeout was checked when it was set.
-        yield_first = write and not self.durable
-        return AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first)
-
-    async def _locked_in_thread(
-        self, function: Callable[..., T], *args: Any, write: bool, create: bool = False
-    ) -> T:
-        """Wait for the lock on the loop, then run ``function(fd, *args)`` in a worker thread, which unlocks.
-
-        For the async twins of blocking methods: waiting for another process sleeps on the
-        loop instead of parking a thread of its executor for up to ``lock_timeout``, and work
-        that has started finishes, and unlocks, even if the caller is cancelled.
-        """
-        lock = AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first=False)
-        async with lock as fd:
-            if fd == MISSING:  # no file, so nothing is locked: the worker has nothing to unlock
-                from ..core import (
-                    worker_threads as workers,  # here, not at import time: the CLI never needs threads
-                )
-
-                result: T = await workers.run(function, fd, *args)
-                return result
-            return await lock.finish_in_thread(function, fd, *args)
-
     # Each runs under the lock its caller holds (sync: this thread; async: the loop or a worker).
-
-    def _read(self, fd: int, limit: int | None) -> list[Any]:
-        if fd == MISSING:
-            return []
-        if limit is None and self.turn_limit is not None:
-            return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
-        return reads.read_items(fd, self.path, limit, size=self._handle.size)
 
     # The first durable change through each opened file also makes its name durable
     # (``FileHandle.sync_folder_once``): async callers run these in a worker thread.
@@ -423,18 +353,3 @@ async def _yield_once() -> None:
     import asyncio  # not at import time: the CLI starts without asyncio
 
     await asyncio.sleep(0)
-
-
-def _encoding_or_none(items: list[Any]) -> bytes | None:
-    """The items as they would be written, or None if they cannot be (e.g. hand-edited huge ints)."""
-    try:
-        return encode_items(items)
-    except ValueError:
-        return None
-
-
-@dataclass
-class Draft:
-    """The items being edited inside :meth:`JSONLSession.rewrite`; assign or mutate ``items``."""
-
-    items: list[Any] = field(default_factory=list)

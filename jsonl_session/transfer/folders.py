@@ -81,7 +81,7 @@ async def _export_one(backend: Backend, session_id: str, items: list[Any]) -> Ou
             return Outcome(session_id, "failed", len(items), str(exc))
         existing = await remote.get_items()
         if existing:
-            return _compare(
+            return compare_items(
                 session_id,
                 existing,
                 payload,
@@ -113,7 +113,7 @@ async def import_all(
                 backend.done(remote)
             local = directory.open(session_id)
             try:
-                return await _import_one(local, items)
+                return await import_items(local, items)
             finally:
                 local.close()
 
@@ -150,8 +150,8 @@ async def _each(
         raise
 
 
-async def _import_one(local: JSONLSession, items: list[Any]) -> Outcome:
-    """Write all items in one rename if the session is empty, else compare.
+async def import_items(local: JSONLSession, items: list[Any]) -> Outcome:
+    """Write all items in one rename if the session is empty, else compare (``import_session`` too).
 
     Encoding, and the read, compare and rename under the lock, run in worker threads; the
     lock is waited for on the loop. Items that cannot be written create no file.
@@ -160,13 +160,13 @@ async def _import_one(local: JSONLSession, items: list[Any]) -> Outcome:
         payload = await workers.run(encode_items, items)
     except ValueError as exc:
         return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
-    return await local._locked_in_thread(_import_locked, local, items, payload, write=True, create=True)
+    return await local.locked_in_thread(_import_locked, local, items, payload, write=True, create=True)
 
 
 def _import_locked(fd: int, local: JSONLSession, items: list[Any], payload: bytes) -> Outcome:
-    with local._rewriting(fd) as draft:
+    with local.rewriting(fd) as draft:
         if draft.items:
-            return _compare(
+            return compare_items(
                 local.session_id,
                 draft.items,
                 payload,
@@ -176,8 +176,9 @@ def _import_locked(fd: int, local: JSONLSession, items: list[Any], payload: byte
     return Outcome(local.session_id, "copied", len(items))
 
 
-def _compare(session_id: str, existing: list[Any], payload: bytes, differs: str) -> Outcome:
-    """``skipped`` if ``existing`` is byte-equal to ``payload`` once written, else ``differs``."""
+def compare_items(session_id: str, existing: list[Any], payload: bytes, differs: str) -> Outcome:
+    """``skipped`` if ``existing`` is byte-equal to ``payload`` once written, else ``differs``
+    (``differs`` is its detail, with ``{}`` for the number of items ``existing`` holds)."""
     try:
         same = encode_items(existing) == payload
     except ValueError:

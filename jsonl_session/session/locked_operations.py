@@ -1,0 +1,125 @@
+"""The session's internal interface: what compaction, folder copies and the history methods need.
+
+``compaction``, ``transfer.folders`` and ``history_methods`` work on a session under its lock:
+wait for the lock (on the loop for async callers), read, rewrite, replace. Those steps are
+methods here, named without a leading underscore, so that no other module calls a private
+method of ``JSONLSession``; they are internal all the same (no stability promise, not in the
+API reference). The SDK's four methods and their blocking twins are in ``store``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..core import reads, storage
+from ..core.async_locking import AsyncLocked
+from ..core.codec import encode_items, identical
+from ..core.locking import MISSING, FileHandle, Locked
+from ..history.turns import newest_turns
+
+T = TypeVar("T")
+
+
+class LockedOperations:
+    """Locked reads and rewrites of one session file, for the session's own layers."""
+
+    path: Path
+    turn_limit: int | None
+    _handle: FileHandle
+    _lock_timeout: float
+
+    @property
+    def durable(self) -> bool:  # pragma: no cover - JSONLSession's
+        raise NotImplementedError
+
+    @property
+    def lock_timeout(self) -> float:  # pragma: no cover - JSONLSession's
+        raise NotImplementedError
+
+    def locked(self, *, write: bool, create: bool) -> Locked:
+        return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
+
+    def locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
+        # Reads yield after the unlock, durable writes in their worker's hop; writes that stay
+        # on the loop yield first, so that a caller cancelled there knows nothing was done.
+        # The timeout was checked when it was set.
+        yield_first = write and not self.durable
+        return AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first)
+
+    async def locked_in_thread(
+        self, function: Callable[..., T], *args: Any, write: bool, create: bool = False
+    ) -> T:
+        """Wait for the lock on the loop, then run ``function(fd, *args)`` in a worker thread, which unlocks.
+
+        For the async twins of blocking methods: waiting for another process sleeps on the
+        loop instead of parking a thread of its executor for up to ``lock_timeout``, and work
+        that has started finishes, and unlocks, even if the caller is cancelled.
+        """
+        lock = AsyncLocked(self._handle, write, create, self._lock_timeout, yield_first=False)
+        async with lock as fd:
+            if fd == MISSING:  # no file, so nothing is locked: the worker has nothing to unlock
+                from ..core import (
+                    worker_threads as workers,  # here, not at import time: the CLI never needs threads
+                )
+
+                result: T = await workers.run(function, fd, *args)
+                return result
+            return await lock.finish_in_thread(function, fd, *args)
+
+    def read_locked(self, fd: int, limit: int | None) -> list[Any]:
+        if fd == MISSING:
+            return []
+        if limit is None and self.turn_limit is not None:
+            return newest_turns(fd, self.path, self.turn_limit, size=self._handle.size)
+        return reads.read_items(fd, self.path, limit, size=self._handle.size)
+
+    @contextmanager
+    def rewriting(self, fd: int) -> Iterator[Draft]:
+        """:meth:`rewrite` once the write lock is held (the compaction hooks take it on the loop)."""
+        original = reads.read_items(fd, self.path)
+        # Parsing again is the copy that in-place edits may change: cheaper than
+        # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
+        draft = Draft(items=reads.read_items(fd, self.path))
+        yield draft
+        before = _encoding_or_none(original)
+        try:
+            payload = encode_items(draft.items)
+        except ValueError:
+            if before is None and identical(draft.items, original):
+                return  # unchanged, though it cannot be written (huge ints, deep nesting)
+            raise
+        if payload != before:  # compare bytes: 1 vs 1.0 and key order count too
+            self.replace_locked(fd, payload)
+
+    async def replace_items(self, items: list[Any]) -> None:
+        """Atomically replace the whole history (``replace_items_sync``, async); encoded in a thread."""
+        await self.locked_in_thread(self.encode_and_replace_locked, items, write=True, create=True)
+
+    def encode_and_replace_locked(self, fd: int, items: list[Any]) -> None:
+        self.replace_locked(fd, encode_items(items))
+
+    def replace_locked(self, fd: int, payload: bytes) -> None:
+        # A crashed writer's partial line is not an item, so it is not in `payload`: save it
+        # to the sidecar first rather than let the rename throw it away.
+        self._handle.replaced()  # the next call opens the new file
+        storage.repair_tail(fd, self.path, durable=self.durable)
+        storage.replace(fd, self.path, payload, durable=self.durable)
+
+
+def _encoding_or_none(items: list[Any]) -> bytes | None:
+    """The items as they would be written, or None if they cannot be (e.g. hand-edited huge ints)."""
+    try:
+        return encode_items(items)
+    except ValueError:
+        return None
+
+
+@dataclass
+class Draft:
+    """The items being edited inside :meth:`JSONLSession.rewrite`; assign or mutate ``items``."""
+
+    items: list[Any] = field(default_factory=list)
