@@ -1,6 +1,6 @@
 """The CLI's ``tail -f``: print a session's changes as they happen, until Ctrl-C or a timeout.
 
-Kept out of ``cli`` so that module stays a parser; the watching is ``JSONLSession.watch_sync``.
+The watching is ``JSONLSession.watch_sync``; this prints each change.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import commands as cli
+from .output import Failure, note, plural, print_items, print_json, style_for
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -25,27 +25,27 @@ def follow(args: argparse.Namespace, session: JSONLSession) -> int:
     With ``--json`` each line is one change, ``{"kind": ..., "count": ..., "items": [...]}``,
     so a script can tell appended items from pops and clears.
     """
-    style = cli._style(sys.stdout)
+    style = style_for(sys.stdout)
     limit = f" (up to {args.timeout:g} s)" if args.timeout is not None else ""
     if not session.path.is_file():
-        cli._note(f"{args.id}: no such session in {args.dir} yet; waiting for it{limit}")
+        note(f"{args.id}: no such session in {args.dir} yet; waiting for it{limit}")
     # Ctrl-C ends the watch (closed cleanly) and reaches main() as KeyboardInterrupt: exit 130.
     with _stop_after(args.timeout) as stop, session.watch_sync(start=args.n, stop_event=stop) as changes:
         for change in changes:
             if args.json:
-                cli._json_line({"kind": change.kind, "count": change.count, "items": change.items})
+                print_json({"kind": change.kind, "count": change.count, "items": change.items})
             elif change.kind == "appended":
-                cli._print_items(args, change.items)
+                print_items(args, change.items)
             elif change.kind == "removed":
-                print(style.dim(f"-- {change.count} item{cli._s(change.count)} removed --"))
+                print(style.dim(f"-- {change.count} item{plural(change.count)} removed --"))
             elif change.kind == "replaced":
-                print(style.dim(f"-- session rewritten: now {change.count} item{cli._s(change.count)} --"))
-                cli._print_items(args, change.items[-args.n :] if args.n else [])
+                print(style.dim(f"-- session rewritten: now {change.count} item{plural(change.count)} --"))
+                print_items(args, change.items[-args.n :] if args.n else [])
             else:  # cleared, deleted
                 print(style.dim(f"-- session {change.kind} --"))
             sys.stdout.flush()
     if args.timeout is not None and not session.path.is_file():
-        raise cli.Failure(f"{args.id}: still no such session after {args.timeout:g} s")
+        raise Failure(f"{args.id}: still no such session after {args.timeout:g} s")
     return 0
 
 

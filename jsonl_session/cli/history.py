@@ -1,7 +1,7 @@
 """The CLI's history commands: ``show --turns``, ``rewind``, ``ls --tree`` and marks, usage in ``stats``.
 
-Kept out of ``cli`` so that module stays a parser; like it, this only formats what the
-library answers (``JSONLSession.turns``, ``rewind_sync``, ``get_turn_usage_sync``...).
+Like every command module, this only formats what the library answers (``JSONLSession.turns``,
+``rewind_sync``, ``get_turn_usage_sync``, ``tools.stats``...).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core import sidecar_files as sidecars
 from ..render.terminal_text import printable
-from . import commands as cli
+from .lookup import existing
+from .output import Failure, plural, print_items, print_json
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:  # `ls` imports this module for its marks: turns and usage wait for their commands
@@ -24,18 +24,18 @@ TREE_TEXT = 50
 
 def cmd_rewind(args: argparse.Namespace) -> int:
     """Remove whole turns from the end, under the lock, and print what went."""
-    session = cli._existing(args, args.id)
+    session = existing(args, args.id)
     had_run = session.paused_run() is not None
     removed = session.rewind_sync(args.turns)
     if not removed:
-        raise cli.Failure(f"{args.id}: no turns to rewind")
-    cli._print_items(args, removed)
+        raise Failure(f"{args.id}: no turns to rewind")
+    print_items(args, removed)
     from ..history.turns import is_user_message
 
     turns = sum(1 for item in removed if is_user_message(item))
     note = "; its paused run was discarded" if had_run else ""
     print(
-        f"{args.id}: removed {turns} turn{cli._s(turns)} ({len(removed)} item{cli._s(len(removed))}){note}",
+        f"{args.id}: removed {turns} turn{plural(turns)} ({len(removed)} item{plural(len(removed))}){note}",
         file=sys.stderr,
     )
     return 0
@@ -50,7 +50,7 @@ def show_turns(args: argparse.Namespace, session: Any) -> int:
     for turn in turns:
         entry = usage.get(turn.index, {})
         if args.json:
-            cli._json_line(
+            print_json(
                 {
                     "turn": turn.index,
                     "first_item": turn.start + 1,
@@ -94,7 +94,7 @@ def print_tree(infos: list[SessionInfo]) -> None:
         for position, info in enumerate(kids):
             last = position == len(kids) - 1
             branch = "" if parent is None else ("└── " if last else "├── ")
-            extra = [f"{info.items} item{cli._s(info.items)}"]
+            extra = [f"{info.items} item{plural(info.items)}"]
             if info.paused:
                 extra.append("paused")
             if parent is None and info.forked_from is not None:
@@ -105,13 +105,6 @@ def print_tree(infos: list[SessionInfo]) -> None:
                 walk(info.session_id, inner, seen | {info.session_id})
 
     walk(None, "", frozenset())
-
-
-def usage_overall(per_session: dict[str, dict[str, int]]) -> dict[str, int]:
-    """Token totals over every session that has a usage log."""
-    from ..history.usage import COUNTERS
-
-    return {name: sum(totals[name] for totals in per_session.values()) for name in (*COUNTERS, "runs")}
 
 
 def print_usage(per_session: dict[str, dict[str, int]], overall: dict[str, int]) -> None:
@@ -142,10 +135,3 @@ def _row(totals: dict[str, int]) -> str:
         "total_tokens",
     )
     return " ".join(f"{totals[name]:>{widths.get(name, 9)}}" for name in names)
-
-
-def metadata_left_behind(session: Any) -> str:
-    """What of a session's metadata an export to an SDK backend cannot take along ("" if nothing)."""
-    names = {sidecars.LINEAGE: "its lineage", sidecars.USAGE: "its usage log", sidecars.RUN: "its paused run"}
-    present = [label for kind, label in names.items() if sidecars.sidecar(session.path, kind).exists()]
-    return ", ".join(present)

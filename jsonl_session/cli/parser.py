@@ -1,6 +1,6 @@
 """The ``jsonl-session`` command line's grammar: every command, its options, help and examples.
 
-Kept apart from the commands themselves (:mod:`jsonl_session.cli.commands`), which only read the
+Kept apart from the commands themselves (one module per family), which only read the
 parsed arguments. Building the parser is part of every command's start-up, so ``main``
 builds just the command on the command line (:func:`build_parser` with ``only``).
 
@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from ..core.locking import DEFAULT_LOCK_TIMEOUT
+from ..session.folder import DEFAULT_LOCK_TIMEOUT
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

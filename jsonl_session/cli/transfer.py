@@ -1,32 +1,34 @@
 """The CLI's ``export`` and ``import``: copy sessions to and from the SDK's Redis and SQL backends.
 
-Kept out of ``cli`` so that module stays a parser (and ``ls`` does not load what only these
-use); like it, this only formats what the library answers (``transfer``, ``bulk``).
+The copy rules (never overwrite, verify before writing, all or nothing per session) are the
+library's (``transfer.single``, ``transfer.folders``); this prints what they answer, draws a
+progress bar on a terminal, and turns a backend's own exceptions into one line without the
+password. ``ls`` does not load this module.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
-from ..core import codec
-from ..core.errors import JSONLSessionError
-from . import commands as cli
+from .. import JSONLSessionError
+from ..transfer.backends import quotes_password, shown_url
+from .lookup import directory, existing, open_session
+from .output import Failure, error, note, plural
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..session.store import JSONLSession
-
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``export``: one session, or ``--all``, to a Redis or SQL URL."""
     import asyncio
+
+    from ..transfer.single import export_session, metadata_left_behind
 
     if args.all:
         if args.id or args.as_id:
@@ -34,13 +36,29 @@ def cmd_export(args: argparse.Namespace) -> int:
         return _copy_all("export", args.to, args)
     if not args.id:
         return _usage("export: give a session ID, or --all")
-    source = cli._existing(args, args.id)
-    return asyncio.run(_copy_to_url(source, args.to, args.as_id or args.id))
+    source = existing(args, args.id)
+    url, target_id = args.to, args.as_id or args.id
+    outcome = asyncio.run(
+        _in_backend_errors(url, export_session(source, url, target_id, progress=_progress_bar("export")))
+    )
+    if outcome.status != "copied":  # skipped (the same items) or differs: never overwritten
+        raise Failure(f"{shown_url(url)}: session {target_id!r} already has items; not overwriting it")
+    print(
+        f"{source.session_id}: exported {outcome.items} item{plural(outcome.items)} "
+        f"to {shown_url(url)} as {target_id}",
+        file=sys.stderr,
+    )
+    left = ", ".join(metadata_left_behind(source))
+    if left:
+        note(f"{source.session_id}: {left} stay in {source.directory} (the backend stores items only)")
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """``import``: one session, or ``--all``, from a Redis or SQL URL."""
     import asyncio
+
+    from ..transfer.single import import_session
 
     if args.all:
         if args.id or args.as_id:
@@ -48,8 +66,24 @@ def cmd_import(args: argparse.Namespace) -> int:
         return _copy_all("import", args.url, args)
     if not args.id:
         return _usage("import: give --id SOURCE_ID, or --all")
-    target = cli._open(args, args.as_id or args.id)
-    return asyncio.run(_copy_from_url(args.url, args.id, target))
+    url, target = args.url, open_session(args, args.as_id or args.id)
+    if target.get_items_sync(limit=1):  # refused before reading the backend
+        raise Failure(
+            f"{target.session_id}: session already has items in {target.directory}; not overwriting it"
+        )
+    outcome = asyncio.run(
+        _in_backend_errors(url, import_session(url, args.id, target, progress=_progress_bar("import")))
+    )
+    if outcome.status == "failed":
+        if not outcome.items:
+            raise Failure(f"{shown_url(url)}: session {args.id!r} has no items (wrong --id?)")
+        raise Failure(f"{shown_url(url)}: session {args.id!r}: {outcome.detail}")
+    if outcome.status != "copied":  # filled meanwhile: never overwritten
+        raise Failure(
+            f"{target.session_id}: session already has items in {target.directory}; not overwriting it"
+        )
+    note(f"{target.session_id}: imported {outcome.items} item{plural(outcome.items)} from {shown_url(url)}")
+    return 0
 
 
 def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
@@ -62,19 +96,19 @@ def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
     with _terminal_line_ended(progress):
         if verb == "export":
             outcomes = asyncio.run(
-                _in_backend_errors(url, export_all(cli._directory(args), url, progress=progress))
+                _in_backend_errors(url, export_all(directory(args), url, progress=progress))
             )
         else:
             outcomes = asyncio.run(
-                _in_backend_errors(url, import_all(url, cli._directory(args), progress=progress))
+                _in_backend_errors(url, import_all(url, directory(args), progress=progress))
             )
     for outcome in outcomes:
         if outcome.status in ("differs", "failed"):
             print(f"{outcome.session_id}: {outcome.status}: {outcome.detail}", file=sys.stderr)
     counts = Counter(outcome.status for outcome in outcomes)
     copied = sum(outcome.items for outcome in outcomes if outcome.status == "copied")
-    where = f"to {_shown(url)}" if verb == "export" else f"from {_shown(url)}"
-    sessions = f"{counts['copied']} session{cli._s(counts['copied'])} ({copied} item{cli._s(copied)})"
+    where = f"to {shown_url(url)}" if verb == "export" else f"from {shown_url(url)}"
+    sessions = f"{counts['copied']} session{plural(counts['copied'])} ({copied} item{plural(copied)})"
     print(
         f"{verb}ed {sessions} {where}; "
         f"{counts['skipped']} already there, {counts['differs']} differ, {counts['failed']} failed",
@@ -100,61 +134,8 @@ def _terminal_line_ended(progress: Any) -> Iterator[None]:
 
 
 def _usage(message: str) -> int:
-    cli._error(message)
+    error(message)
     return 2
-
-
-async def _copy_to_url(source: JSONLSession, url: str, target_id: str) -> int:
-    from ..transfer.backends import copy_session, open_url
-
-    async with _backend_errors(url), open_url(url, target_id) as target:
-        if await target.get_items(limit=1):
-            raise cli.Failure(f"{_shown(url)}: session {target_id!r} already has items; not overwriting it")
-        count = await copy_session(source, target, progress=_progress_bar("export"))
-    print(
-        f"{source.session_id}: exported {count} item{cli._s(count)} to {_shown(url)} as {target_id}",
-        file=sys.stderr,
-    )
-    from .history import metadata_left_behind
-
-    left = metadata_left_behind(source)
-    if left:
-        cli._note(f"{source.session_id}: {left} stay in {source.directory} (the backend stores items only)")
-    return 0
-
-
-async def _copy_from_url(url: str, source_id: str, target: JSONLSession) -> int:
-    from ..transfer.backends import copy_session, open_url
-
-    if target.get_items_sync(limit=1):
-        raise cli.Failure(
-            f"{target.session_id}: session already has items in {target.directory}; not overwriting it"
-        )
-    async with _backend_errors(url), open_url(url, source_id) as source:
-        # Read everything and check that it can be stored before writing anything: a bad
-        # item must not leave half a conversation behind.
-        fetched = _Fetched(await source.get_items())
-        try:
-            codec.encode_items(fetched.items)
-        except ValueError as exc:
-            raise cli.Failure(f"{_shown(url)}: session {source_id!r}: {exc}; nothing imported") from None
-        count = await copy_session(fetched, target, progress=_progress_bar("import"))
-    if not count:
-        raise cli.Failure(f"{_shown(url)}: session {source_id!r} has no items (wrong --id?)")
-    cli._note(f"{target.session_id}: imported {count} item{cli._s(count)} from {_shown(url)}")
-    return 0
-
-
-class _Fetched:
-    """Items already read from a backend, offered as a session to ``copy_session``."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        if limit is None:
-            return self.items
-        return self.items[-limit:] if limit else []
 
 
 @asynccontextmanager
@@ -162,39 +143,18 @@ async def _backend_errors(url: str) -> AsyncIterator[None]:
     """Turn a backend's own exceptions (connection refused, bad credentials...) into one line."""
     try:
         yield
-    except (cli.Failure, JSONLSessionError):
+    except (Failure, JSONLSessionError):
         raise
     except Exception as exc:  # redis.ConnectionError, sqlalchemy OperationalError, a driver ValueError...
         first_line = (str(exc).strip().splitlines() or [""])[0]  # SQLAlchemy appends "(Background on ...)"
-        if _quotes_password(first_line, url):
+        if quotes_password(first_line, url):
             # e.g. redis-py on an unencoded "/" in it: "Port could not be cast to integer value as 'hun'"
             first_line = (
                 "(message not shown: it quotes the password; percent-encode any '/', '@' or ':' in it)"
             )
         elif isinstance(exc, ValueError):
             raise
-        raise cli.Failure(f"{_shown(url)}: {type(exc).__name__}: {first_line}") from None
-
-
-def _quotes_password(text: str, url: str) -> bool:
-    """Whether ``text`` holds the URL's password or a piece of it (as a driver that split it would)."""
-    password = _password(url)
-    if not password:
-        return False
-    return any(piece in text for piece in (password, *re.split(r"[/@:]", password)) if len(piece) >= 2)
-
-
-def _password(url: str) -> str | None:
-    """The password in ``url``: from ``user:`` to the *last* ``@``, so a ``/`` or ``@`` written
-    in it unencoded (which the drivers accept) is part of it, not the end of it."""
-    match = re.match(r"[^:/]+://[^/@:]*:(.+)@", url)
-    return match.group(1) if match else None
-
-
-def _shown(url: str) -> str:
-    """The URL with any password masked, for messages."""
-    password = _password(url)
-    return url.replace(f":{password}@", ":***@", 1) if password else url
+        raise Failure(f"{shown_url(url)}: {type(exc).__name__}: {first_line}") from None
 
 
 def _progress_bar(verb: str, unit: str = "items") -> Any:

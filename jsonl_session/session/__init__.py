@@ -14,19 +14,12 @@ from ..core.deferred_imports import exported_on_first_use
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
-    from ..core.locking import DEFAULT_LOCK_TIMEOUT
     from ..core.names import DEFAULT_DIRECTORY
     from .store import Draft, JSONLSession
 
-__all__ = ["DEFAULT_DIRECTORY", "DEFAULT_LOCK_TIMEOUT", "Draft", "JSONLSession"]
+__all__ = ["DEFAULT_DIRECTORY", "Draft", "JSONLSession"]
 
 __getattr__, __dir__ = exported_on_first_use(
-    __name__,
-    {
-        "DEFAULT_DIRECTORY": "store",
-        "DEFAULT_LOCK_TIMEOUT": "folder",
-        "Draft": "store",
-        "JSONLSession": "store",
-    },
+    __name__, {"DEFAULT_DIRECTORY": "store", "Draft": "store", "JSONLSession": "store"}
 )
 del TYPE_CHECKING, exported_on_first_use

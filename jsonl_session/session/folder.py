@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
     from .store import JSONLSession
 
+# DEFAULT_LOCK_TIMEOUT and id_for are core's, offered here to the CLI, which imports no core module.
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "SessionDirectory", "SessionInfo", "id_for", "utc_seconds"]
+
 
 class SessionInfo:
     """One session file as ``SessionDirectory.list()`` reports it; immutable, compared by value.

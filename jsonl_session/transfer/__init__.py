@@ -1,8 +1,9 @@
 """Copy conversations between JSONL files and the Agents SDK's Redis and SQL sessions.
 
 ``backends`` opens the SDK's sessions by URL and copies one conversation between any two
-sessions; ``folders`` copies every session of a folder, or of a backend, one at a time, all
-or nothing per session.
+sessions; ``single`` copies one session to or from a URL and ``folders`` every session of a
+folder, or of a backend, by the same rules: never overwrite, verify before writing, all or
+nothing per session.
 
 Example:
     >>> from jsonl_session.transfer import copy_session, open_url
@@ -15,8 +16,20 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-
 if TYPE_CHECKING:
     from .backends import Backend, copy_session, open_backend, open_url
     from .folders import Outcome, export_all, import_all
+    from .single import export_session, import_session, metadata_left_behind
 
-__all__ = ["Backend", "Outcome", "copy_session", "export_all", "import_all", "open_backend", "open_url"]
+__all__ = [
+    "Backend",
+    "Outcome",
+    "copy_session",
+    "export_all",
+    "export_session",
+    "import_all",
+    "import_session",
+    "metadata_left_behind",
+    "open_backend",
+    "open_url",
+]
 
 __getattr__, __dir__ = exported_on_first_use(
     __name__,
@@ -25,7 +38,10 @@ __getattr__, __dir__ = exported_on_first_use(
         "Outcome": "folders",
         "copy_session": "backends",
         "export_all": "folders",
+        "export_session": "single",
         "import_all": "folders",
+        "import_session": "single",
+        "metadata_left_behind": "single",
         "open_backend": "backends",
         "open_url": "backends",
     },

@@ -21,13 +21,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..core.errors import BackendUnavailable, InvalidBackendURL
 
-__all__ = ["Backend", "BackendUnavailable", "Progress", "copy_session", "open_backend", "open_url"]
+__all__ = [
+    "Backend",
+    "BackendUnavailable",
+    "Progress",
+    "copy_session",
+    "open_backend",
+    "open_url",
+    "quotes_password",
+    "shown_url",
+]
 
 BATCH = 500
 
@@ -161,6 +171,33 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
             f"{url!r} is not a backend URL; use sqlite:///path.db, sqlite+aiosqlite:///path.db "
             "(or another SQLAlchemy URL), postgresql://user@host/db or redis://host:port/db"
         )
+
+
+def shown_url(url: str) -> str:
+    """``url`` with its password masked, for messages.
+
+    Example:
+        >>> shown_url("redis://user:hun/ter2@localhost:6379/0")
+        'redis://user:***@localhost:6379/0'
+    """
+    password = _password(url)
+    return url.replace(f":{password}@", ":***@", 1) if password else url
+
+
+def quotes_password(text: str, url: str) -> bool:
+    """Whether ``text`` (a driver's error message) holds the URL's password or a piece of it,
+    as a driver that split it at a ``/``, ``@`` or ``:`` would quote it."""
+    password = _password(url)
+    if not password:
+        return False
+    return any(piece in text for piece in (password, *re.split(r"[/@:]", password)) if len(piece) >= 2)
+
+
+def _password(url: str) -> str | None:
+    """The password in ``url``: from ``user:`` to the *last* ``@``, so a ``/`` or ``@`` written
+    in it unencoded (which the drivers accept) is part of it, not the end of it."""
+    match = re.match(r"[^:/]+://[^/@:]*:(.+)@", url)
+    return match.group(1) if match else None
 
 
 # The SDK's sessions have no "list sessions" call: these read the layout its stores document

@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.cli.commands import _HANDLERS, _iso_utc, main
+from jsonl_session.cli.commands import _HANDLERS, handler_for, main
 from jsonl_session.cli.parser import build_parser
+from jsonl_session.cli.sessions import iso_utc
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
@@ -70,6 +71,7 @@ def test_help_lists_every_command_and_every_command_has_an_example() -> None:
         "redact",
     } <= set(commands)
     assert set(commands) == set(_HANDLERS)  # every command the grammar knows runs a function
+    assert all(callable(handler_for(name)) for name in commands)
     for name, parser in commands.items():
         assert "Example:" in parser.epilog and f"jsonl-session {name}" in parser.epilog, name  # type: ignore[attr-defined]
         assert any("--dir" in action.option_strings for action in parser._actions), name  # type: ignore[attr-defined]
@@ -174,7 +176,7 @@ def test_ls_json_writes_the_bytes_orjson_would(sessions_dir: Path) -> None:
 @given(st.floats(min_value=-6e10, max_value=2.5e11, allow_nan=False))  # years ~100 to ~9900
 def test_ls_json_times_read_as_datetime_writes_them(mtime: float) -> None:
     expected = datetime.fromtimestamp(mtime, tz=timezone.utc).isoformat(timespec="seconds")
-    assert _iso_utc(mtime) == expected
+    assert iso_utc(mtime) == expected
 
 
 def test_add_from_stdin_writes_nothing_when_one_line_is_bad(sessions_dir: Path) -> None:

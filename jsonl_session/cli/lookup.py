@@ -1,0 +1,75 @@
+"""From the command line's names to the library's objects: the folder, a session, session files.
+
+A session named on the command line must exist (``show``, ``pop``, ``rm``...), except where a
+command creates it (``add``, ``import``); ``check`` and ``redact`` also take the file paths
+the pre-commit hook passes and messages print.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..session.folder import SessionDirectory
+from .output import Failure, UsageError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    import argparse
+    from pathlib import Path
+
+    from ..session.store import JSONLSession
+
+
+def directory(args: argparse.Namespace) -> SessionDirectory:
+    """The folder ``--dir`` names, with ``--lock-timeout``."""
+    return SessionDirectory(args.dir, lock_timeout=args.lock_timeout)
+
+
+def open_session(args: argparse.Namespace, session_id: str) -> JSONLSession:
+    """The session ``session_id`` of ``--dir``, whether or not it has a file yet."""
+    return directory(args).open(session_id)
+
+
+def existing(args: argparse.Namespace, session_id: str) -> JSONLSession:
+    """The session ``session_id`` of ``--dir``, which must have a file (not a symlink)."""
+    from .. import UnsafePathError
+
+    session = open_session(args, session_id)
+    if not directory(args).exists(session_id):  # lstat: a symlink is not a session
+        if os.path.lexists(session.path):
+            # `check --secrets ID` read through a symlink out of the folder; every command
+            # that takes an id refuses here, as the lock would (tests/core/test_symlinks.py).
+            raise UnsafePathError(session.path, "is a symlink or not a regular file; refusing to use it")
+        raise Failure(f"{session_id}: no such session in {args.dir}")
+    return session
+
+
+def session_named(args: argparse.Namespace, name: str) -> JSONLSession:
+    """The session ``name`` means: an id in ``--dir``, or a file path like those ``check`` prints."""
+    if not is_path(name):
+        return existing(args, name)
+    from pathlib import Path
+
+    from ..session.folder import id_for
+
+    path = Path(name)
+    session_id = id_for(path.name)
+    if session_id is None:
+        raise UsageError(f"{name}: not a session file (a session file is named <id>.jsonl)")
+    if not path.is_file():
+        raise Failure(f"{name}: no such file")
+    from ..session.store import JSONLSession
+
+    return JSONLSession(session_id, path.parent, lock_timeout=args.lock_timeout)
+
+
+def is_path(name: str) -> bool:
+    """A path (as pre-commit passes, and as messages print), not an id: has a folder, or is a file."""
+    return name.endswith(".jsonl") and (os.sep in name or os.path.isfile(name))
+
+
+def targets(args: argparse.Namespace, names: list[str]) -> list[Path]:
+    """Session files named by id, or by path (as pre-commit passes them); all sessions if none."""
+    if not names:
+        return [open_session(args, session_id).path for session_id in directory(args).ids()]
+    return [session_named(args, name).path for name in names]

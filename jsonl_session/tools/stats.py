@@ -1,0 +1,105 @@
+"""What a folder of sessions holds, counted: items by role, characters, tool calls, tokens.
+
+``jsonl-session stats`` prints this; a dashboard or a script can call it directly.
+
+Example:
+    >>> stats = folder_stats(SessionDirectory("sessions"))             # doctest: +SKIP
+    >>> stats.sessions, stats.items, stats.tool_calls, stats.tools.most_common(1)  # doctest: +SKIP
+    (12, 340, 41, [('get_weather', 17)])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import JSONLSessionError
+from ..history.usage import COUNTERS
+from ..render.item_text import label, text_of
+from ..session.folder import SessionDirectory
+
+
+@dataclass
+class Stats:
+    """Counts over the sessions that could be read.
+
+    ``tokens`` holds the token totals (``JSONLSession.get_session_usage_sync``) of each
+    session that has a usage log, by id; :attr:`tokens_total` adds them up.
+    """
+
+    sessions: int = 0
+    items: int = 0
+    characters: int = 0
+    """Characters of text as a transcript shows it (``item_text.text_of``)."""
+    by_role: Counter[str] = field(default_factory=Counter)
+    """Items by role or type: ``user``, ``assistant``, ``function_call``, ``reasoning``..."""
+    tools: Counter[str] = field(default_factory=Counter)
+    """Tool calls (``function_call`` items) by tool name."""
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls in all: the sum of :attr:`tools`."""
+        return sum(self.tools.values())
+
+    @property
+    def tokens_total(self) -> dict[str, int]:
+        """Token counters and runs summed over every session with a usage log (all 0 if none)."""
+        return {name: sum(totals[name] for totals in self.tokens.values()) for name in (*COUNTERS, "runs")}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts as plain JSON values (``stats --json``): roles and tools most common first."""
+        return {
+            "sessions": self.sessions,
+            "items": self.items,
+            "characters": self.characters,
+            "tool_calls": self.tool_calls,
+            "by_role": dict(self.by_role.most_common()),
+            "tools": dict(self.tools.most_common()),
+            "tokens": {"total": self.tokens_total, "by_session": self.tokens},
+        }
+
+    def add(self, session_id: str, items: list[Any], usage: dict[str, int] | None) -> None:
+        """Count one session's items and its usage totals (None: it has no usage log)."""
+        self.sessions += 1
+        if usage is not None:
+            self.tokens[session_id] = usage
+        for item in items:
+            self.items += 1
+            self.by_role[label(item)] += 1
+            self.characters += len(text_of(item))
+            if item.get("type") == "function_call":
+                self.tools[str(item.get("name", "?"))] += 1
+
+
+def folder_stats(
+    folder: SessionDirectory,
+    ids: Sequence[str] | None = None,
+    *,
+    on_error: Callable[[str, Exception], None] | None = None,
+) -> Stats:
+    """Count the sessions ``ids`` of ``folder`` (all of them when None).
+
+    Each session's items and usage log are read in one step. A session that cannot be read
+    (no permission, a conflicted file, its lock held past the folder's ``lock_timeout``, a
+    broken usage log) goes to ``on_error(session_id, error)`` and is left out of every count;
+    without ``on_error`` its error is raised.
+    """
+    stats = Stats()
+    for session_id in folder.ids() if ids is None else ids:
+        try:
+            session = folder.open(session_id)
+            try:
+                items = session.get_items_sync()
+                usage = session.get_session_usage_sync()
+            finally:
+                session.close()
+        except (OSError, JSONLSessionError) as exc:
+            if on_error is None:
+                raise
+            on_error(session_id, exc)
+            continue
+        stats.add(session_id, items, usage)
+    return stats
