@@ -12,8 +12,9 @@ shows a session with everything that belongs to it:
 
 Two ways of writing, both with rules the session file already follows:
 
-* whole-object sidecars (``.lineage``, ``.run``) are replaced atomically: a temporary file
-  (``.<name>.<random>.tmp``, 0600), fsynced, renamed over the old one, directory fsynced.
+* whole-object sidecars (``.lineage``, ``.run``) are replaced atomically by the same
+  ``storage.replace_file`` as sessions: a locked temporary file (``.<name>.<random>.tmp``,
+  0600, see ``temp_files``), fsynced, renamed over the old one, directory fsynced.
   A reader sees the old object or the new one, never half of either, and needs no lock;
 * the log (``.usage``) is appended by ``storage.append`` under a ``FileHandle`` lock on the
   log itself, with the torn-tail rule of sessions (fragments go to ``.usage.torn``).
@@ -90,24 +91,7 @@ def write_json(path: Path, value: Any, *, durable: bool) -> None:
     payload = stable_json(value)
     if not path.parent.is_dir():
         make_private_directories(path.parent, durable=durable)
-    temp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            # Synced even when not durable: a rename that lands before the data would leave
-            # an empty file where the old object was.
-            storage.write_at_end(fd, payload, 0, durable=True)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)  # replaces a symlink itself, never writes through it
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
-        raise
-    if durable:
-        fsync_directory(path.parent)
+    storage.replace_file(path, payload, durable=durable)
 
 
 def read_json(path: Path) -> Any:

@@ -32,6 +32,7 @@ from .scanner import parse_item
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -147,17 +148,34 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
     """
     repair_tail(fd, path, durable=durable)
     held = os.fstat(fd)
+
+    def like_the_old_file(temp_fd: int) -> None:
+        _keep_owner(temp_fd, held, path)
+        os.fchmod(temp_fd, held.st_mode & 0o777)
+        marks.new_file(temp_fd)  # a new file id, even if it gets the old inode number
+
+    replace_file(path, payload, durable=durable, prepare=like_the_old_file)
+
+
+def replace_file(
+    path: Path, payload: bytes, *, durable: bool, prepare: Callable[[int], None] | None = None
+) -> None:
+    """The one atomic replace, for session files and sidecars alike: nobody ever sees half of either.
+
+    ``payload`` goes to a locked temporary file named by ``temp_files`` (so ``check`` knows
+    what a killed writer leaves, and ``check --fix`` removes it), is synced, and is renamed
+    over ``path``; then the folder is fsynced if ``durable``. ``prepare(temp_fd)`` runs first.
+    """
     temp, temp_fd = leftovers.create_temp(path)
     try:
         try:
-            _keep_owner(temp_fd, held, path)
-            os.fchmod(temp_fd, held.st_mode & 0o777)
-            marks.new_file(temp_fd)  # a new file id, even if it gets the old inode number
+            if prepare is not None:
+                prepare(temp_fd)
             # Always synced, even when not durable: a rename that reaches the disk before
             # the data would leave an empty file where the whole history was.
             write_at_end(temp_fd, payload, 0, durable=True)
             # Renamed while still open and locked: `check --fix` removes only a temporary
-            # file nobody holds (see ``leftovers``).
+            # file nobody holds (see ``leftovers``). A symlink at ``path`` is replaced itself.
             os.replace(temp, path)
         finally:
             os.close(temp_fd)

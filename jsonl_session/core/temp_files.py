@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 # Patterns, compiled (and cached by ``re``) on first use: compiling both at import was ~0.3 ms
 # of every command's start-up, and most commands never look for leftovers.
-_TEMP_NAME = r"\.(?P<session>.+\.jsonl)\.[0-9a-f]{8}\.tmp"
+# A sidecar replaced whole (``.lineage``, ``.run``) gets its temporary file the same way, and
+# belongs to its session: ``check`` finds a killed writer's under the session's name.
+_TEMP_NAME = r"\.(?P<session>.+\.jsonl)(?:\.lineage|\.run)?\.[0-9a-f]{8}\.tmp"
 _EDIT_NAME = r"\.#(?P<session>.+\.jsonl)\.edit-(?P<pid>[0-9]+)-[0-9a-f]{8}\.jsonl"
 _FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 

@@ -42,6 +42,11 @@ if sys.argv[3] == "rewrite":
         draft.items.append({"role": "assistant", "content": "new"})
 elif sys.argv[3] == "replace":
     session.replace_items_sync([{"role": "assistant", "content": "new"}])
+elif sys.argv[3] == "sidecar":  # a whole-object sidecar (.run, .lineage) replaced under the session's lock
+    from jsonl_session.core import sidecar_files
+    with session.locked(write=True, create=False):
+        run_file = sidecar_files.sidecar(session.path, sidecar_files.RUN)
+        sidecar_files.write_json(run_file, {"pending": []}, durable=True)
 else:
     redact_session(session)
 """
@@ -75,7 +80,7 @@ def writers() -> Iterator[list[PausedWriter]]:
             writer.kill()
 
 
-@pytest.mark.parametrize("how", ["rewrite", "replace", "redact"])
+@pytest.mark.parametrize("how", ["rewrite", "replace", "redact", "sidecar"])
 def test_check_names_a_killed_rewrites_temporary_file_and_fix_removes_it(
     sessions_dir: Path, writers: list[PausedWriter], how: str
 ) -> None:
