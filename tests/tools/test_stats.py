@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from jsonl_session import JSONLSession, MalformedLineError, SessionDirectory
 from jsonl_session.render.item_text import text_of
 from jsonl_session.tools.stats import Stats, folder_stats
 
-WEATHER = [
+WEATHER: list[dict[str, Any]] = [
     {"role": "user", "content": "Weather in Paris?"},
     {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Need the tool."}]},
     {"type": "function_call", "name": "get_weather", "arguments": '{"city":"Paris"}', "call_id": "c1"},
