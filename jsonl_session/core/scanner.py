@@ -11,6 +11,7 @@ from . import codec
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 _SNIPPET = 60
@@ -62,7 +63,7 @@ class Scan:
 
 
 def scan_lines(data: bytes, *, offset: int = 0, first_number: int = 1) -> Scan:
-    """Split bytes of a session file into lines, by the format's rules, in one place.
+    r"""Split bytes of a session file into lines, by the format's rules, in one place.
 
     ``data`` are the file's bytes from ``offset`` (0: the whole file) to some end. A BOM at
     offset 0 is skipped; blank lines (whitespace, CRLF leftovers) are counted but not
@@ -101,6 +102,47 @@ def scan_lines(data: bytes, *, offset: int = 0, first_number: int = 1) -> Scan:
         lines.append(Line(number, consumed, base + len(data), pending))
         consumed, pending = base + len(data), b""
     return Scan(lines, consumed, number - first_number, pending)
+
+
+def settled_end(data: bytes) -> int:
+    r"""Where the whole lines of a file's bytes end: after the last newline, or at the end if what
+    follows it is an item. Bytes past this are a line still being written or a torn tail.
+
+    Example:
+        >>> settled_end(b'{"a": 1}\n{"b"'), settled_end(b'{"a": 1}\n{"b": 2}')
+        (9, 17)
+    """
+    end = data.rfind(b"\n") + 1
+    tail = data[end:]
+    if codec.is_blank(tail):
+        return end
+    return len(data) if parse_item(tail.removeprefix(codec.BOM) if end == 0 else tail) is not None else end
+
+
+def lines_containing(data: bytes, needle: bytes) -> Iterator[bytes]:
+    r"""Each line of a file's bytes that contains ``needle``, once, BOM removed; blank lines never.
+
+    Finds ``needle`` in the raw bytes and takes the line around it, so a scan for the few
+    lines that may matter (every user message contains ``user``) costs a search of the bytes,
+    not a split of every line.
+
+    Example:
+        >>> list(lines_containing(b'{"role":"user"}\n{"role":"tool"}\n', b"user"))
+        [b'{"role":"user"}']
+    """
+    position = 0
+    find, rfind = data.find, data.rfind
+    while True:
+        found = find(needle, position)
+        if found < 0:
+            return
+        start = rfind(b"\n", 0, found) + 1
+        end = find(b"\n", found)
+        if end < 0:
+            end = len(data)
+        line = data[start:end]
+        yield line.removeprefix(codec.BOM) if start == 0 else line
+        position = end + 1
 
 
 def describe_bad_line(line: bytes) -> str | None:

@@ -78,11 +78,10 @@ def last_turn(fd: int, path: Path, *, size: int) -> tuple[int, Any]:
     """
     data = reads.read_range(fd, 0, size)
     count, newest = 0, None
-    for line in data.split(b"\n"):
-        if b"user" in line:
-            item = scanner.parse_item(line.removeprefix(b"\xef\xbb\xbf"))
-            if is_user_message(item):
-                count, newest = count + 1, item
+    for line in scanner.lines_containing(data, b"user"):
+        item = scanner.parse_item(line)
+        if is_user_message(item):
+            count, newest = count + 1, item
     return count, newest
 
 

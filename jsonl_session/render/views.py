@@ -153,9 +153,10 @@ def views_of_lines(data: bytes) -> list[ItemView]:
     """
     builder = ViewBuilder()
     views = []
-    last = data.count(b"\n") + 1  # the line after the last newline: a torn tail if not an item
+    scan = scanner.scan_lines(data)
+    last = scan.newlines + 1  # the line after the last newline: a torn tail if not an item
     with codec.gc_paused():  # 100,000 items make ~10 objects each: no collection passes meanwhile
-        for number, item, line in scan_lines(data):
+        for number, item, line in _lines_of(scan, codec.decoder_for(data)):
             views.append(_line_view(builder, number, item, line, torn=number == last))
     return views
 
@@ -167,8 +168,12 @@ def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]
     uses (BOM, CRLF, blank lines, a valid last line without its newline). The bytes after the
     last newline that are not an item (a torn tail) come last, as None.
     """
-    scan = scanner.scan_lines(data)
-    loads = codec.decoder_for(data)
+    return _lines_of(scanner.scan_lines(data), codec.decoder_for(data))
+
+
+def _lines_of(
+    scan: scanner.Scan, loads: Callable[[bytes], Any]
+) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
     for line in scan.lines:
         yield line.number, _item(line.data, loads), line.data
     if scan.pending and not codec.is_blank(scan.pending):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +57,7 @@ class EditCopy:
 
     def base_items(self) -> list[Any]:
         """The items of the base (lines that are not items are left out)."""
-        return _items_of(self.base.removeprefix(codec.BOM).split(b"\n"))
+        return _items_of(line.data for line in scanner.scan_lines(self.base).lines)
 
     def save(self, items: list[Any]) -> int:
         """Replace the session with ``items`` plus whatever was appended since the copy; return how many were.
@@ -93,13 +93,12 @@ class EditCopy:
                 "was changed while you edited (not only appended to: a pop, a clear or another rewrite); "
                 f"nothing saved, your edit is kept in {self.path}",
             )
-        lines = current[len(self.base) :].split(b"\n")
-        tail = lines.pop()  # an unterminated last line: an item, or a torn tail the save moves aside
+        # after the base: whole lines (and an unterminated last one that is an item); a torn
+        # tail is left out, and the save moves it aside
+        scan = scanner.scan_lines(current[len(self.base) :], offset=len(self.base))
         appended = []
-        for line in lines:
-            if codec.is_blank(line):
-                continue
-            item = scanner.parse_item(line)
+        for line in scan.lines:
+            item = scanner.parse_item(line.data)
             if item is None:
                 self.keep = True
                 raise SessionFileError(
@@ -108,8 +107,7 @@ class EditCopy:
                     f"your edit is kept in {self.path}",
                 )
             appended.append(item)
-        tail_item = scanner.parse_item(tail) if not codec.is_blank(tail) else None
-        return appended if tail_item is None else [*appended, tail_item]
+        return appended
 
 
 @contextmanager
@@ -170,14 +168,10 @@ def _snapshot(session: JSONLSession) -> bytes:
         if not file.exists:
             raise SessionFileError(session.path, "no such session")
         data = reads.read_range(file.fd, 0, file.size)
-    end = data.rfind(b"\n") + 1
-    tail = data[end:]
-    if codec.is_blank(tail) or scanner.parse_item(tail.removeprefix(codec.BOM) if end == 0 else tail) is None:
-        return data[:end]
-    return data
+    return data[: scanner.settled_end(data)]
 
 
-def _items_of(lines: list[bytes]) -> list[Any]:
+def _items_of(lines: Iterable[bytes]) -> list[Any]:
     return [item for item in map(scanner.parse_item, lines) if item is not None]
 
 

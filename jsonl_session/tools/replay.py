@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..core import scanner
 from ..core.codec import encode_items
 from ..core.names import id_for
 from ..session.store import JSONLSession
@@ -230,7 +231,7 @@ class Recording:
         self._conversation = [*actual, *answer]
 
     def _line_of(self, index: int) -> int:
-        lines = [n for n, line in enumerate(self.path.read_bytes().split(b"\n"), start=1) if line.strip()]
+        lines = [line.number for line in scanner.scan_lines(self.path.read_bytes()).lines]
         return lines[index] if 0 <= index < len(lines) else index + 1
 
 
