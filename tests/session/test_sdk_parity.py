@@ -104,7 +104,7 @@ def test_item_not_storable_error_is_a_type_error_that_still_pickles() -> None:
     assert issubclass(ItemNotStorableError, TypeError)
     assert issubclass(ItemNotStorableError, ValueError)
     error = pickle.loads(pickle.dumps(ItemNotStorableError(3, "not JSON")))
-    assert isinstance(error, TypeError) and (error.index, error.reason) == (3, "not JSON")
+    assert isinstance(error, ItemNotStorableError) and (error.index, error.reason) == (3, "not JSON")
 
 
 # -- unknown settings: the SDK's error and message -------------------------------------------
