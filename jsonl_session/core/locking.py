@@ -325,10 +325,21 @@ class FileHandle:
         raise LockTimeout(self.path, timeout)
 
     async def lock_polling(self, owner: object, token: int, write: bool, create: bool, timeout: float) -> int:
-        """After a first attempt found the lock ``BUSY``: retry, sleeping on the loop in between."""
+        """After a first attempt found the lock ``BUSY``: retry, sleeping on the loop in between.
+
+        Raises:
+            LockTimeout: another process or task kept it longer than ``timeout``.
+            LockReentryError: a blocking block of this thread holds it (inside ``rewrite()``).
+        """
         import asyncio  # here, not at import time: the CLI starts without asyncio
 
         thread = threading.get_ident()
+        if self._held_by_blocking_block_of(thread):
+            # ``await session.add_items()`` inside ``with session.rewrite():`` waited the whole
+            # timeout, then blamed another process (issue 24). A blocking block held by this
+            # thread cannot end while this coroutine waits: raise at once, as the twin does.
+            # An async block of another task on this loop (``AsyncLocked``) is waited for.
+            raise LockReentryError(self.path)
         deadline = time.monotonic() + timeout
         for delay in backoff_delays():
             # Sleep at least once, even with no time left: every async call lets the other
@@ -340,6 +351,12 @@ class FileHandle:
         if fd == BUSY:
             raise LockTimeout(self.path, timeout)
         return fd
+
+    def _held_by_blocking_block_of(self, thread: int) -> bool:
+        """Whether a ``Locked`` block (not an async one) of ``thread`` holds the lock (BUSY path only)."""
+        with self._state:
+            owner = self._abandoned() if self._abandoned is not None else None
+            return bool(self._holder) and self._holder_thread == thread and isinstance(owner, Locked)
 
     def open_ahead(self, write: bool) -> None:
         """Open (and create) the file now, in a worker thread: creating fsyncs the folder."""

@@ -72,6 +72,63 @@ def test_a_call_inside_rewrite_is_a_lock_reentry_error(session: JSONLSession) ->
     assert session.get_items_sync() == [{"a": 1}]
 
 
+def test_an_async_call_inside_rewrite_is_a_lock_reentry_error_at_once(session: JSONLSession) -> None:
+    """Like its blocking twin: it used to wait the whole lock_timeout, then blame "another process"."""
+    import time
+
+    session.add_items_sync([{"role": "user", "content": "a"}])
+    session.lock_timeout = 30
+    calls = {
+        "add_items": lambda: session.add_items([{"b": 2}]),
+        "get_items": session.get_items,
+        "pop_item": session.pop_item,
+        "clear_session": session.clear_session,
+        "replace_items": lambda: session.replace_items([]),
+        "rewind": session.rewind,
+        "record_usage": lambda: session.record_usage(object()),
+        "get_session_usage": session.get_session_usage,
+        "get_turn_usage": session.get_turn_usage,
+        "save_run_state": lambda: session.save_run_state(_State()),
+        "clear_run_state": session.clear_run_state,
+    }
+
+    async def main() -> None:
+        with session.rewrite():
+            for name, call in calls.items():
+                started = time.monotonic()
+                with pytest.raises(LockReentryError):
+                    await call()
+                assert time.monotonic() - started < 5, name
+
+    asyncio.run(main())
+    assert session.get_items_sync() == [{"role": "user", "content": "a"}]
+
+
+def test_another_task_holding_the_lock_on_the_same_loop_is_waited_for_not_a_reentry(
+    session: JSONLSession,
+) -> None:
+    async def main() -> None:
+        async def hold() -> None:
+            async with locked_async(session._handle, write=True, create=True):
+                await asyncio.sleep(0.05)
+
+        holder = asyncio.ensure_future(hold())
+        await asyncio.sleep(0)  # the holder takes the lock first
+        await session.add_items([{"a": 1}])
+        await holder
+
+    asyncio.run(main())
+    assert session.get_items_sync() == [{"a": 1}]
+
+
+class _State:
+    def to_json(self) -> dict[str, object]:
+        return {}
+
+    def get_interruptions(self) -> list[object]:
+        return []
+
+
 def test_check_lock_timeout_lives_with_the_lock_and_is_still_importable_from_session() -> None:
     from jsonl_session.session import store as session
 
