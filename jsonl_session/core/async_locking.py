@@ -86,9 +86,9 @@ class AsyncLocked:
             await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
         handle = self._handle
         if self._create and handle.needs_open_ahead:
-            from . import worker_threads as workers  # here, not at import time: the CLI never needs threads
+            from . import worker_threads  # here, not at import time: the CLI never needs threads
 
-            await workers.run(handle.open_ahead, self._write)
+            await worker_threads.run(handle.open_ahead, self._write)
         token = self._token
         try:
             fd = handle.try_lock(self, token, self._write, self._create, threading.get_ident())
@@ -117,12 +117,12 @@ class AsyncLocked:
 
         If the caller is cancelled, it stops waiting at once, but the work still completes and
         the worker releases the lock: nothing is left half-done or held. The work goes to
-        the library's own threads (``workers``) and comes back with one
+        the library's own threads (``worker_threads``) and comes back with one
         ``call_soon_threadsafe``: cheaper for the loop than ``asyncio.shield(loop.run_in_executor(...))``.
         """
         import asyncio
 
-        from . import worker_threads as workers
+        from . import worker_threads
 
         handle = self._handle
         if self._handed_off or not handle.holds(self._token):
@@ -136,7 +136,7 @@ class AsyncLocked:
         handle.hand_over_to_worker()
         try:
             self._handed_off = True
-            workers.submit(self._finish, function, args, loop, done, claim)
+            worker_threads.submit(self._finish, function, args, loop, done, claim)
         except BaseException:
             if claim.acquire(blocking=False):
                 handle.release(self._token)  # the work will not run: nobody else unlocks
@@ -146,11 +146,11 @@ class AsyncLocked:
     def _finish(
         self, function: Callable[..., T], args: tuple[Any, ...], loop: Any, done: Any, claim: threading.Lock
     ) -> None:
-        from . import worker_threads as workers
+        from . import worker_threads
 
         if not claim.acquire(blocking=False):
             return  # the caller gave up before this started, and unlocked
-        workers.run_and_report(self._run_then_unlock, (function, args), loop, done)
+        worker_threads.run_and_report(self._run_then_unlock, (function, args), loop, done)
 
     def _run_then_unlock(self, function: Callable[..., T], args: tuple[Any, ...]) -> T:
         try:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     import orjson
-else:  # imported on first use: `jsonl-session ls` only counts lines (see _lazy.py)
+else:  # imported on first use: `jsonl-session ls` only counts lines (see core/deferred_imports.py)
     json = OnFirstUse("json", globals())
     orjson = OnFirstUse("orjson", globals())
 

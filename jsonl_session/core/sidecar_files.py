@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     import orjson
-else:  # imported on first use: `jsonl-session ls` reads no sidecar (see _lazy.py)
+else:  # imported on first use: `jsonl-session ls` reads no sidecar (see core/deferred_imports.py)
     orjson = OnFirstUse("orjson", globals())
 
 LINEAGE = ".lineage"

@@ -20,10 +20,7 @@ import os
 import stat
 import warnings
 
-from . import change_mark as marks
-from . import codec
-from . import temp_files as leftovers
-from . import undo_buffer as spill
+from . import change_mark, codec, temp_files, undo_buffer
 from .errors import OwnershipError, TornTailWarning, UnsafePathError
 from .names import TORN_SUFFIX
 from .reads import decode_at, newest_lines, read_tail
@@ -43,7 +40,7 @@ def append(fd: int, path: Path, payload: bytes, *, durable: bool, size: int | No
     """Append ``payload`` (whole lines) in one write, repairing a missing newline or torn tail first."""
     if size is None:
         size = os.fstat(fd).st_size
-    marks.ensure(fd)  # a file without a mark gets one, so followers can trust appends (see marks)
+    change_mark.ensure(fd)  # a file without a mark gets one, so followers can trust appends (see marks)
     if size and os.pread(fd, 1, size - 1) != b"\n":
         tail_offset, tail = read_tail(fd, size)
         if codec.is_blank(tail) or parse_item(tail) is not None:
@@ -95,7 +92,7 @@ def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
         size = os.fstat(fd).st_size
     if not size:
         return None
-    marks.bump(fd)  # before the cut: followers must not take what follows for appends
+    change_mark.bump(fd)  # before the cut: followers must not take what follows for appends
     tail_offset, tail = read_tail(fd, size)
     if not codec.is_blank(tail):
         item = parse_item(tail)
@@ -121,7 +118,7 @@ def clear(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Non
         size = os.fstat(fd).st_size
     if size:
         repair_tail(fd, path, durable=durable, size=size)
-        marks.bump(fd)
+        change_mark.bump(fd)
         _truncate(fd, path, 0, durable=durable)
 
 
@@ -152,7 +149,7 @@ def replace(fd: int, path: Path, payload: bytes, *, durable: bool) -> None:
     def like_the_old_file(temp_fd: int) -> None:
         _keep_owner(temp_fd, held, path)
         os.fchmod(temp_fd, held.st_mode & 0o777)
-        marks.new_file(temp_fd)  # a new file id, even if it gets the old inode number
+        change_mark.new_file(temp_fd)  # a new file id, even if it gets the old inode number
 
     replace_file(path, payload, durable=durable, prepare=like_the_old_file)
 
@@ -166,7 +163,7 @@ def replace_file(
     what a killed writer leaves, and ``check --fix`` removes it), is synced, and is renamed
     over ``path``; then the folder is fsynced if ``durable``. ``prepare(temp_fd)`` runs first.
     """
-    temp, temp_fd = leftovers.create_temp(path)
+    temp, temp_fd = temp_files.create_temp(path)
     try:
         try:
             if prepare is not None:
@@ -175,7 +172,7 @@ def replace_file(
             # the data would leave an empty file where the whole history was.
             write_at_end(temp_fd, payload, 0, durable=True)
             # Renamed while still open and locked: `check --fix` removes only a temporary
-            # file nobody holds (see ``leftovers``). A symlink at ``path`` is replaced itself.
+            # file nobody holds (see ``temp_files``). A symlink at ``path`` is replaced itself.
             os.replace(temp, path)
         finally:
             os.close(temp_fd)
@@ -247,12 +244,12 @@ def _truncate(fd: int, path: Path | None, size: int, *, durable: bool) -> None:
 
     As for appends, a failed fsync leaves the file as it was: pop and clear used to raise
     with their bytes already gone (tests/reliability/test_faults.py). The bytes are kept by
-    ``spill.Removed``, on disk when large, so a clear needs no memory for them.
+    ``undo_buffer.Removed``, on disk when large, so a clear needs no memory for them.
     """
     if not durable:
         os.ftruncate(fd, size)
         return
-    removed = spill.Removed(fd, path.parent if path is not None else None, size, os.fstat(fd).st_size)
+    removed = undo_buffer.Removed(fd, path.parent if path is not None else None, size, os.fstat(fd).st_size)
     try:
         os.ftruncate(fd, size)
         try:
@@ -271,6 +268,6 @@ def truncate(fd: int, size: int, *, durable: bool) -> None:
     """Cut the file to ``size`` bytes; if that cannot be made durable, the bytes go back and it raises.
 
     The removed bytes are kept in memory (callers cut a few turns); ``pop`` and ``clear``
-    spill big ones next to the session instead (see ``spill``).
+    spill big ones next to the session instead (see ``undo_buffer``).
     """
     _truncate(fd, None, size, durable=durable)

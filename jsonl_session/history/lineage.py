@@ -23,8 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..core import codec, reads
-from ..core import sidecar_files as sidecars
+from ..core import codec, reads, sidecar_files
 from ..core.errors import SessionFileError
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.names import filename_for
@@ -96,8 +95,8 @@ def new_lineage(source_id: str, copied: list[Any]) -> Lineage:
 
 def read_lineage(session_path: Path) -> Lineage | None:
     """The lineage of the session stored at ``session_path``, or None if it is not a fork."""
-    path = sidecars.sidecar(session_path, sidecars.LINEAGE)
-    value = sidecars.read_json(path)
+    path = sidecar_files.sidecar(session_path, sidecar_files.LINEAGE)
+    value = sidecar_files.read_json(path)
     return None if value is None else Lineage.from_json(path, value)
 
 

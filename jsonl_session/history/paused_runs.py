@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import sidecar_files as sidecars
+from ..core import sidecar_files
 from ..core.errors import SessionFileError
 from .lineage import now
 
@@ -80,13 +80,15 @@ def write(session_path: Path, state: Any, *, recorded: dict[str, int] | None, du
         "saved_at": now(),
         "state": state.to_json(),
     }
-    sidecars.write_json(sidecars.sidecar(session_path, sidecars.RUN), envelope, durable=durable)
+    sidecar_files.write_json(
+        sidecar_files.sidecar(session_path, sidecar_files.RUN), envelope, durable=durable
+    )
 
 
 def read(session_path: Path) -> dict[str, Any] | None:
     """The saved envelope, or None when no run is paused."""
-    path = sidecars.sidecar(session_path, sidecars.RUN)
-    envelope = sidecars.read_json(path)
+    path = sidecar_files.sidecar(session_path, sidecar_files.RUN)
+    envelope = sidecar_files.read_json(path)
     if envelope is None:
         return None
     if not isinstance(envelope, dict) or not isinstance(envelope.get("state"), dict):
@@ -105,4 +107,4 @@ def info(session_path: Path) -> PausedRun | None:
 
 def clear(session_path: Path, *, durable: bool) -> bool:
     """Forget the paused run; True if there was one."""
-    return sidecars.remove(sidecars.sidecar(session_path, sidecars.RUN), durable=durable)
+    return sidecar_files.remove(sidecar_files.sidecar(session_path, sidecar_files.RUN), durable=durable)

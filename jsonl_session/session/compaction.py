@@ -33,22 +33,19 @@ from typing import TYPE_CHECKING, Any
 from ..core.codec import encode_items
 
 if TYPE_CHECKING:
-    from .store import JSONLSession
+    from .locked_operations import LockedOperations
 
 PrunePrefix = Callable[[Any], bool]
 
 
-async def atomic_replace(session: JSONLSession, items: list[Any]) -> bool:
+async def atomic_replace(session: LockedOperations, items: list[Any]) -> bool:
     """The ``_atomic_replace_items`` hook: the whole history becomes ``items`` in one rename.
 
-    Returns False (the SDK then falls back to clear + add) for subclasses of JSONLSession.
 
     Example:
         >>> await session._atomic_replace_items([{"type": "compaction", "summary": "..."}])  # doctest: +SKIP
         True
     """
-    if not _plain(session):
-        return False
     await session.replace_items(list(items))
     return True
 
@@ -57,7 +54,7 @@ async def atomic_replace(session: JSONLSession, items: list[Any]) -> bool:
 _INLINE_LIMIT = 100
 
 
-async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix | None = None) -> Any:
+async def snapshot(session: LockedOperations, limit: int, prune_prefix: PrunePrefix | None = None) -> Any:
     """The ``_get_compaction_snapshot`` hook: the newest ``limit`` items and how to replace them.
 
     Returns the SDK's ``_CompactionSnapshot``, or None (the SDK then needs a complete history
@@ -72,7 +69,7 @@ async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix 
         from agents.memory.session import _CompactionSnapshot
     except ImportError:  # an SDK from before suffix replacement: it does not call us anyway
         return None
-    if not _plain(session) or limit < 1:
+    if limit < 1:
         return None
     # Not the public get_items: wrappers and the SDK's tests count those reads, and the settings'
     # limit or turn_limit must not cut the snapshot. One more item says whether there is older history.
@@ -99,7 +96,11 @@ async def snapshot(session: JSONLSession, limit: int, prune_prefix: PrunePrefix 
 
 
 def _replace_suffix_locked(
-    fd: int, session: JSONLSession, expected: list[Any], output: list[Any], prune_prefix: PrunePrefix | None
+    fd: int,
+    session: LockedOperations,
+    expected: list[Any],
+    output: list[Any],
+    prune_prefix: PrunePrefix | None,
 ) -> bool:
     """Under the write lock: if the file still ends with ``expected``, swap it for ``output``."""
     with session.rewriting(fd) as draft:
@@ -122,9 +123,3 @@ def _same(stored: list[Any], expected: list[Any]) -> bool:
         return encode_items(stored) == encode_items(expected)
     except ValueError:  # hand-edited items we cannot write back exactly: do not touch them
         return False
-
-
-def _plain(session: JSONLSession) -> bool:
-    from .store import JSONLSession
-
-    return type(session) is JSONLSession

@@ -15,8 +15,7 @@ import stat
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from ..core import reads
-from ..core import sidecar_files as sidecars
+from ..core import reads, sidecar_files
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
 from ..core.names import DEFAULT_DIRECTORY, filename_for, id_for
@@ -244,14 +243,14 @@ class SessionDirectory:
         names = {entry.name for entry in listing}
         for session_id, entry in self._entries(listing):
             path = self._path_of(entry.name)
-            kinds = sidecars.present(entry.name, names)
+            kinds = sidecar_files.present(entry.name, names)
             try:
                 counted = _count(path, self.lock_timeout)
                 if counted is not None and not _in_datetime_range(counted[0].st_mtime):
                     raise SessionFileError(
                         path, "modified outside the years 1-9999, which datetime cannot hold"
                     )
-                forked_from = _forked_from(path) if sidecars.LINEAGE in kinds else None
+                forked_from = _forked_from(path) if sidecar_files.LINEAGE in kinds else None
             except (OSError, JSONLSessionError) as exc:
                 if on_error is None:
                     warnings.warn(SkippedSessionWarning(f"{_describe(exc)}; skipped"), stacklevel=2)
@@ -265,7 +264,12 @@ class SessionDirectory:
             file_stat, items = counted
             infos.append(
                 SessionInfo._listed(
-                    session_id, path, file_stat, items, paused=sidecars.RUN in kinds, forked_from=forked_from
+                    session_id,
+                    path,
+                    file_stat,
+                    items,
+                    paused=sidecar_files.RUN in kinds,
+                    forked_from=forked_from,
                 )
             )
         # newest first, as ``modified`` orders them (to the microsecond), without making it
@@ -298,8 +302,8 @@ class SessionDirectory:
         with Transaction(path, write=True, timeout=self.lock_timeout) as file:
             if not file.exists:
                 return False
-            for kind in sidecars.KINDS:
-                sidecars.remove(sidecars.sidecar(path, kind), durable=False)
+            for kind in sidecar_files.KINDS:
+                sidecar_files.remove(sidecar_files.sidecar(path, kind), durable=False)
             os.unlink(path)
             if self.durable:
                 fsync_directory(self.directory)

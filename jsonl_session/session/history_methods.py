@@ -2,7 +2,7 @@
 
 Kept apart from ``session`` so that the SDK protocol stays short to read; every method here
 goes through the same lock as the items (``self.locked``, or ``self.locked_in_thread`` for
-the async ones), and the files it touches are the sidecars described in ``sidecars``. Async
+the async ones), and the files it touches are the sidecars described in ``sidecar_files``. Async
 methods wait for the session's lock on the loop and run the locked work in a worker thread:
 waiting for another process's session lock never holds a thread, and a started write
 finishes, and unlocks, even if the caller is cancelled. (The ``.usage`` log has a lock of its
@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core import reads, storage
-from ..core import sidecar_files as sidecars
+from ..core import reads, sidecar_files, storage
 from ..core.codec import encode_items
 from ..core.deferred_imports import OnFirstUse
 from ..core.errors import SessionExistsError, SessionNotFoundError
 from ..core.locking import MISSING
-from ..history import paused_runs as runs
+from ..history import paused_runs
 from ..history.lineage import Lineage, read_lineage
 from ..history.turns import Turn, last_turn, rewind, split_turns
 from ..history.usage import model_of, new_record, result_counters, session_usage, since, turn_usage
@@ -27,7 +26,7 @@ from .locked_operations import LockedOperations
 
 if TYPE_CHECKING:
     import asyncio
-else:  # imported on first use: `jsonl-session ls` never awaits (see _lazy.py)
+else:  # imported on first use: `jsonl-session ls` never awaits (see core/deferred_imports.py)
     asyncio = OnFirstUse("asyncio", globals())
 
 if TYPE_CHECKING:
@@ -73,7 +72,7 @@ class SessionFeatures(LockedOperations):
         self._handle.sync_folder_once()
         removed = rewind(fd, self.path, turns, durable=self.durable)
         if removed:
-            runs.clear(self.path, durable=self.durable)
+            paused_runs.clear(self.path, durable=self.durable)
         return removed
 
     # -- lineage ---------------------------------------------------------------------------
@@ -109,7 +108,7 @@ class SessionFeatures(LockedOperations):
             raise SessionNotFoundError(self.path, "no such session; record usage after a run that used it")
         turn_count, user_item = last_turn(fd, self.path, size=self._handle.size)
         total = result_counters(result)
-        envelope = runs.read(self.path)
+        envelope = paused_runs.read(self.path)
         recorded = envelope.get("recorded") if envelope is not None else None
         paused = bool(getattr(result, "interruptions", None))
         record = new_record(
@@ -119,12 +118,12 @@ class SessionFeatures(LockedOperations):
             user_item=user_item,
             paused=paused,
         )
-        usage_path = sidecars.sidecar(self.path, sidecars.USAGE)
-        sidecars.append_line(usage_path, record, durable=self.durable, timeout=self.lock_timeout)
+        usage_path = sidecar_files.sidecar(self.path, sidecar_files.USAGE)
+        sidecar_files.append_line(usage_path, record, durable=self.durable, timeout=self.lock_timeout)
         if paused:
-            runs.write(self.path, runs.as_state(result), recorded=total, durable=self.durable)
+            paused_runs.write(self.path, paused_runs.as_state(result), recorded=total, durable=self.durable)
         elif envelope is not None:
-            runs.clear(self.path, durable=self.durable)
+            paused_runs.clear(self.path, durable=self.durable)
         return record
 
     def usage_records(self) -> list[dict[str, Any]]:
@@ -136,13 +135,15 @@ class SessionFeatures(LockedOperations):
         # Under the session's lock, which every writer of the log holds exclusively, so the
         # log's own lock is free by the time we get here: nobody waits for it in a thread.
         # ``fd`` is unused: a deleted session's leftover log still reads.
-        return sidecars.read_lines(sidecars.sidecar(self.path, sidecars.USAGE), timeout=self.lock_timeout)
+        return sidecar_files.read_lines(
+            sidecar_files.sidecar(self.path, sidecar_files.USAGE), timeout=self.lock_timeout
+        )
 
     def get_session_usage_sync(self) -> dict[str, int] | None:
         """Totals over every recorded run (None if none), like ``AdvancedSQLiteSession``'s.
 
         Keys: ``requests``, ``input_tokens``, ``output_tokens``, ``total_tokens``,
-        ``cached_tokens``, ``reasoning_tokens``, ``total_turns``, ``runs``. Runs of turns
+        ``cached_tokens``, ``reasoning_tokens``, ``total_turns``, ``paused_runs``. Runs of turns
         rewound since still count: those tokens were spent.
         """
         return session_usage(self.usage_records())
@@ -190,21 +191,21 @@ class SessionFeatures(LockedOperations):
             >>> if result.interruptions:
             ...     session.save_run_state_sync(result.to_state())
         """
-        state = runs.as_state(state)
+        state = paused_runs.as_state(state)
         with self.locked(write=True, create=False) as fd:
             self._save_run_state_locked(fd, state)
 
     async def save_run_state(self, state: Any) -> None:
         """The asynchronous equivalent of :meth:`save_run_state_sync`."""
-        state = runs.as_state(state)
+        state = paused_runs.as_state(state)
         await self.locked_in_thread(self._save_run_state_locked, state, write=True)
 
     def _save_run_state_locked(self, fd: int, state: Any) -> None:
         if fd == MISSING:
             raise SessionNotFoundError(self.path, "no such session; save the state of a run that used it")
-        envelope = runs.read(self.path)
+        envelope = paused_runs.read(self.path)
         recorded = envelope.get("recorded") if envelope is not None else None
-        runs.write(self.path, state, recorded=recorded, durable=self.durable)
+        paused_runs.write(self.path, state, recorded=recorded, durable=self.durable)
 
     async def load_run_state(self, agent: Agent[Any], **options: Any) -> RunState[Any] | None:
         """The saved paused run, ready for approvals and ``Runner.run(agent, state, ...)``; None if none.
@@ -218,7 +219,7 @@ class SessionFeatures(LockedOperations):
             ...     state.approve(item)
             >>> result = await Runner.run(agent, state, session=session)
         """
-        envelope = await asyncio.to_thread(runs.read, self.path)
+        envelope = await asyncio.to_thread(paused_runs.read, self.path)
         if envelope is None:
             return None
         from agents import RunState
@@ -239,11 +240,11 @@ class SessionFeatures(LockedOperations):
         return await self.locked_in_thread(self._clear_run_state_locked, write=True)
 
     def _clear_run_state_locked(self, fd: int) -> bool:
-        return runs.clear(self.path, durable=self.durable)
+        return paused_runs.clear(self.path, durable=self.durable)
 
-    def paused_run(self) -> runs.PausedRun | None:
+    def paused_run(self) -> paused_runs.PausedRun | None:
         """What a paused run waits for (tool names, call ids), or None; no SDK needed."""
-        return runs.info(self.path)
+        return paused_runs.info(self.path)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -262,8 +263,8 @@ class SessionFeatures(LockedOperations):
                 raise SessionExistsError(self.path, "session already exists; not overwriting it")
             self._handle.replaced()  # the next call opens the new file
             storage.replace(fd, self.path, payload, durable=self.durable)
-            path = sidecars.sidecar(self.path, sidecars.LINEAGE)
-            sidecars.write_json(path, lineage.to_json(), durable=self.durable)
+            path = sidecar_files.sidecar(self.path, sidecar_files.LINEAGE)
+            sidecar_files.write_json(path, lineage.to_json(), durable=self.durable)
 
     def _all_items(self) -> list[Any]:
         """Every item, whatever limit the settings or ``turn_limit`` impose on ``get_items``."""

@@ -285,11 +285,22 @@ class JSONLSession(SessionFeatures):
     # -- hooks the SDK's compaction wrapper looks for (see ``compaction``) ------------------
 
     async def _atomic_replace_items(self, items: list[Any]) -> bool:
-        """Replace the whole history in one rename (the SDK would otherwise clear, then add)."""
+        """Replace the whole history in one rename (the SDK would otherwise clear, then add).
+
+        Subclasses get False (the SDK then clears and adds): a subclass may store items in
+        its own way, which a rename of the file would bypass.
+        """
+        if type(self) is not JSONLSession:
+            return False
         return await compaction.atomic_replace(self, items)
 
     async def _get_compaction_snapshot(self, limit: int, *, prune_prefix: Any = None) -> Any:
-        """The newest ``limit`` items and a ``replace_suffix`` that swaps them in one rename."""
+        """The newest ``limit`` items and a ``replace_suffix`` that swaps them in one rename.
+
+        None for subclasses (the SDK then needs the whole history), as for ``_atomic_replace_items``.
+        """
+        if type(self) is not JSONLSession:
+            return None
         return await compaction.snapshot(self, limit, prune_prefix)
 
     # -- following a live conversation (see ``watch``) -------------------------------------

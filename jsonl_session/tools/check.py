@@ -14,7 +14,7 @@ Problems found, each with the file and the line it is on:
 * a ``type`` or ``call_id`` that is not a string, and a line nested deeper than can be
   written back (docs/format.md, "Nesting");
 * a temporary copy left next to the session by a rewrite whose process was killed
-  (``fix=True`` removes it: see ``leftovers``).
+  (``fix=True`` removes it: see ``temp_files``).
 
 Only torn tails and leftover temporary files are fixable here: every other repair means
 deciding what the conversation should say, which is a job for ``jsonl-session edit``.
@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import codec, reads, scanner, storage
-from ..core import temp_files as leftovers
+from ..core import codec, reads, scanner, storage, temp_files
 from ..core.errors import LockTimeout, SessionFileError, TornTailWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.transaction import Transaction
@@ -96,8 +95,8 @@ def check_file(
                     storage.repair_tail(file.fd, path, durable=True)
                 torn = Problem(torn.path, torn.line, f"{torn.reason}; moved to {path.name}.torn", True, True)
             # Under the session's lock no rewrite of it is under way: its temporary files are
-            # a killed writer's (the lock on each is checked as well, see ``leftovers``).
-            problems.extend(leftover_problems(leftovers.temp_files_of(path), fix=fix))
+            # a killed writer's (the lock on each is checked as well, see ``temp_files``).
+            problems.extend(leftover_problems(temp_files.temp_files_of(path), fix=fix))
     except SessionFileError as exc:  # a symlink or FIFO where a session file belongs
         return [Problem(path, None, exc.message)]
     except LockTimeout as exc:  # one busy file must not stop a folder's check
@@ -124,7 +123,7 @@ def stray_temp_problems(directory: str | Path, *, fix: bool = False) -> list[Pro
         [Problem(path=PosixPath('sessions/.old.jsonl.5f0c9a21.tmp'), ...)]
     """
     temps = [
-        temp for temp in leftovers.temp_files(Path(directory)) if not _exists(leftovers.session_of(temp))
+        temp for temp in temp_files.temp_files(Path(directory)) if not _exists(temp_files.session_of(temp))
     ]
     return leftover_problems(temps, fix=fix)
 
@@ -133,17 +132,17 @@ def leftover_problems(temps: list[Path], *, fix: bool) -> list[Problem]:
     """A problem for each temporary file that no live writer holds; removed with ``fix``."""
     problems = []
     for temp in temps:
-        if not leftovers.is_orphaned(temp):
+        if not temp_files.is_orphaned(temp):
             continue  # a rewrite in progress: not a problem
         try:
             size = os.lstat(temp).st_size
         except FileNotFoundError:
             continue
-        if leftovers.is_edit_copy(temp):
+        if temp_files.is_edit_copy(temp):
             reason = f"copy ({size} bytes) left by an interrupted or refused `jsonl-session edit`"
         else:
             reason = f"temporary copy ({size} bytes) left by an interrupted rewrite"
-        if fix and leftovers.remove_if_orphaned(temp):
+        if fix and temp_files.remove_if_orphaned(temp):
             problems.append(Problem(temp, None, reason + "; removed", fixable=True, fixed=True))
         else:
             problems.append(Problem(temp, None, reason + "; `check --fix` removes it", fixable=True))

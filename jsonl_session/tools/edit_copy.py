@@ -5,7 +5,7 @@ open, so a running agent's ``add_items`` failed with ``LockTimeout`` after 10 s
 (tests/tools/test_edit_concurrent.py). Now the lock is held only for a moment at each end:
 
 1. the session's bytes are read under a shared lock (the *base*) and written to a copy next
-   to the session (``leftovers.create_edit_copy``: 0600, locked, removed when the edit ends;
+   to the session (``temp_files.create_edit_copy``: 0600, locked, removed when the edit ends;
    ``check --fix`` removes one a killed edit left);
 2. the person edits the copy; agents append meanwhile, without waiting;
 3. on save, under the write lock: if the file is still the base, or the base plus appended
@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import codec, reads, scanner, storage
-from ..core import temp_files as leftovers
+from ..core import codec, reads, scanner, storage, temp_files
 from ..core.errors import SessionFileError
 from ..core.transaction import Transaction
 from .check import CALL_PAIRS
@@ -118,7 +117,7 @@ def edit_copy(session: JSONLSession) -> Iterator[EditCopy]:
     left, locked by nobody, for ``check --fix`` to remove.
     """
     base = _snapshot(session)
-    path, fd = leftovers.create_edit_copy(session.path)
+    path, fd = temp_files.create_edit_copy(session.path)
     copy = EditCopy(session, path, base, b"")
     try:
         with _signals_interrupt():

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..core import worker_threads as workers
+from ..core import worker_threads
 from ..core.codec import encode_items
 from ..session.folder import SessionDirectory
 from ..session.store import JSONLSession
@@ -157,7 +157,7 @@ async def import_items(local: JSONLSession, items: list[Any]) -> Outcome:
     lock is waited for on the loop. Items that cannot be written create no file.
     """
     try:
-        payload = await workers.run(encode_items, items)
+        payload = await worker_threads.run(encode_items, items)
     except ValueError as exc:
         return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
     return await local.locked_in_thread(_import_locked, local, items, payload, write=True, create=True)

@@ -20,13 +20,17 @@ Example:
 
 from __future__ import annotations
 
-from ..core import sidecar_files as sidecars
+from ..core import sidecar_files
 from ..core.codec import encode_items
 from ..session.store import JSONLSession
 from .backends import Progress, copy_session, open_backend
 from .folders import Outcome, compare_items, import_items
 
-_METADATA = {sidecars.LINEAGE: "its lineage", sidecars.USAGE: "its usage log", sidecars.RUN: "its paused run"}
+_METADATA = {
+    sidecar_files.LINEAGE: "its lineage",
+    sidecar_files.USAGE: "its usage log",
+    sidecar_files.RUN: "its paused run",
+}
 
 
 async def export_session(
@@ -91,7 +95,7 @@ def metadata_left_behind(session: JSONLSession) -> list[str]:
         >>> metadata_left_behind(JSONLSession("forked"))                # doctest: +SKIP
         ['its lineage', 'its usage log']
     """
-    return [label for kind, label in _METADATA.items() if sidecars.sidecar(session.path, kind).exists()]
+    return [label for kind, label in _METADATA.items() if sidecar_files.sidecar(session.path, kind).exists()]
 
 
 class _Items:

@@ -18,8 +18,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..core import change_mark as marks
-from ..core import reads
+from ..core import change_mark, reads
 from ..core.errors import LockTimeout, SessionFileError, UnsafePathError
 from ..core.locking import BUSY, MISSING, FileHandle
 from ..core.names import filename_for, id_for
@@ -54,7 +53,7 @@ class FileTail:
                     self.stat_key = None
                     return self.state.gone()
                 stat = os.fstat(fd)
-                seen = Seen((stat.st_dev, stat.st_ino), stat.st_size, marks.read(fd))
+                seen = Seen((stat.st_dev, stat.st_ino), stat.st_size, change_mark.read(fd))
                 offset = self.state.wanted(seen)
                 changes = self.state.update(seen, reads.read_range(fd, offset, seen.size), offset, start)
                 if changes is None:  # more than appends happened after all: compare the whole file
