@@ -37,6 +37,16 @@ FOLD_LINES = 12
 # what starts a heading, list, quote or rule there. The rest stays readable as it is.
 _SPECIAL = re.compile(r"([\\`*_\[\]<>&|~$@])")
 _LINE_START = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
+# GFM's autolink extension makes links of bare URLs, ``www.`` names and e-mail addresses in
+# plain text, escaped or not (issue 24): ``https://x``, ``www.x.y``, ``a@b.c``. A backslash
+# before the ``:`` of ``://`` or the ``.`` of ``www.`` stops the first two (cmark-gfm looks
+# for them in the source); an address is found in the parsed text, where escapes are already
+# gone, so an empty HTML comment (invisible, and dropped by GitHub) splits it before the
+# ``@``. Never at a line's start, where ``<!--`` would open an HTML block: only after a
+# character. tests/render/test_render.py checks a corpus with cmark-gfm's autolink extension on.
+_URL_SCHEME = re.compile(r":(?=/)")
+_WWW = re.compile(r"(?i)(www)\.")
+_ADDRESS = re.compile(r"(?<=\S)\\@")
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -104,6 +114,11 @@ def details(block: Block) -> str:
 
 def _escape(line: str) -> str:
     line = _SPECIAL.sub(r"\\\1", line)
+    if ":" in line:
+        line = _URL_SCHEME.sub(r"\\:", line)
+    line = _WWW.sub(r"\1\\.", line)
+    if "@" in line:
+        line = _ADDRESS.sub(r"<!-- -->\\@", line)
     return _LINE_START.sub(_escape_start, line)
 
 

@@ -159,6 +159,58 @@ def test_markdown_shows_message_text_literally(text: str) -> None:
         assert line.strip() in shown
 
 
+# Bare URLs, ``www.`` names and e-mail addresses, which GFM's autolink extension turns into links.
+LINK_TEXTS = [
+    "https://evil.example/x?a=1&b=2#frag",
+    "see http://evil.example. or (https://evil.example/path)",
+    "ftp://files.example/pub",
+    "HTTPS://EVIL.EXAMPLE",
+    "www.evil.example",
+    "visit www.evil.example/login, now",
+    "WWW.evil.example and Www.evil.example",
+    "*www.evil.example*",
+    "_www.evil.example_",
+    "~www.evil.example~",
+    "alice@evil.example",
+    "a.b+c-d_e@mail.evil.example.",
+    "mailto:alice@evil.example",
+    "xmpp:alice@evil.example/resource",
+    "<alice@evil.example>",
+    "<https://evil.example>",
+    "x@y.z@evil.example",
+    "https://a@evil.example",
+    "user@www.evil.example",
+    "line one\nhttps://evil.example\nwww.evil.example\nbob@evil.example",
+    "   https://evil.example indented",
+    "> https://evil.example quoted",
+    "- www.evil.example listed",
+]
+
+
+def gfm_autolinked(text: str) -> str:
+    """HTML as GitHub renders it: cmark-gfm with its autolink extension on (and raw HTML allowed)."""
+    options = Options.CMARK_OPT_UNSAFE
+    return str(
+        cmarkgfm.markdown_to_html_with_extensions(text, options=options, extensions=["autolink", "tagfilter"])
+    )
+
+
+@pytest.mark.parametrize("text", LINK_TEXTS)
+def test_markdown_adds_no_links_for_bare_urls_www_names_or_email_addresses(text: str) -> None:
+    views = [
+        ViewBuilder().view({"role": "user", "content": text}, 1),
+        ViewBuilder().view({"type": "function_call", "call_id": text, "name": text, "arguments": "{}"}, 2),
+        ViewBuilder().view({"type": "function_call_output", "call_id": text, "output": text}, 3),
+    ]
+    document = markdown(text, views, meta=text)
+    for rendered in (gfm_autolinked(document), cmarkgfm.github_flavored_markdown_to_html(document)):
+        assert "<a " not in rendered and "href" not in rendered, rendered
+    parsed = gfm(document)
+    shown = "".join(parsed.text).replace("\xa0", " ")
+    for line in visible_controls(text).split("\n"):
+        assert " ".join(line.split()) in " ".join(shown.split())
+
+
 def test_markdown_fences_are_longer_than_any_backtick_run_in_tool_output() -> None:
     output = "before\n````\n</details>\n# not a heading\n````````` after"
     view = ViewBuilder().view({"type": "function_call_output", "call_id": "c", "output": output}, 1)
