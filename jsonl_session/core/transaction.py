@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from .locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
+from .locking import BUSY, DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ class Transaction:
     """A ``with`` block holding ``path``'s lock: shared to read, exclusive to ``write``.
 
     The block gets this object: ``fd`` is the locked descriptor, or ``MISSING`` when the file
-    does not exist and ``create`` is false (then nothing is held: check :attr:`exists`).
+    does not exist and ``create`` is false (then nothing is held: check :attr:`exists`), or
+    ``BUSY`` when ``timeout`` is None and someone else holds the lock (check :attr:`busy`).
     A class rather than ``contextlib.contextmanager``: ``jsonl-session ls`` counts every
     session through it, and contextlib is an import and a generator per file.
 
@@ -35,7 +36,8 @@ class Transaction:
         path: The file.
         write: Take the lock exclusively (to change the file).
         create: Create the file (owner-only) if it does not exist.
-        timeout: Seconds to wait for another process's lock before ``LockTimeout``.
+        timeout: Seconds to wait for another process's lock before ``LockTimeout``; None: do
+            not wait at all (``grep`` locks a batch of files and never waits holding the others).
         durable: Fsync the folder when the file is created.
 
     Raises:
@@ -50,11 +52,14 @@ class Transaction:
         *,
         write: bool,
         create: bool = False,
-        timeout: float = DEFAULT_LOCK_TIMEOUT,
+        timeout: float | None = DEFAULT_LOCK_TIMEOUT,
         durable: bool = True,
     ) -> None:
         self._handle = FileHandle(path, durable=durable)
-        self._locked = self._handle.locked(write=write, create=create, timeout=timeout)
+        if timeout is None:
+            self._locked = self._handle.try_locked(write=write, create=create)
+        else:
+            self._locked = self._handle.locked(write=write, create=create, timeout=timeout)
         self.fd = MISSING
 
     def __enter__(self) -> Transaction:  # noqa: PYI034  (Self needs 3.11)
@@ -79,8 +84,13 @@ class Transaction:
 
     @property
     def exists(self) -> bool:
-        """Whether the file existed when locked (``fd`` is ``MISSING`` otherwise)."""
-        return self.fd != MISSING
+        """Whether the file existed and is locked (``fd`` is ``MISSING`` or ``BUSY`` otherwise)."""
+        return self.fd >= 0
+
+    @property
+    def busy(self) -> bool:
+        """Whether the lock was held elsewhere (only without a ``timeout``): nothing is held then."""
+        return self.fd == BUSY
 
     @property
     def size(self) -> int:

@@ -38,7 +38,8 @@ from contextlib import ExitStack
 
 from ..core import codec, reads, scanner
 from ..core.errors import JSONLSessionError
-from ..core.locking import BUSY, DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle
+from ..core.locking import DEFAULT_LOCK_TIMEOUT
+from ..core.transaction import Transaction
 from ..render.item_text import heading, label, text_of
 from . import system_grep
 
@@ -251,15 +252,12 @@ def _lock_batch(
     index = first
     while index < len(paths) and len(batch) < files and size < limit:
         path = paths[index]
-        handle = FileHandle(path)
-        locks.callback(handle.close)
         try:
-            if batch:
-                fd = locks.enter_context(handle.try_locked(write=False, create=False))
-                if fd == BUSY:
-                    break
-            else:
-                fd = locks.enter_context(handle.locked(write=False, create=False, timeout=lock_timeout))
+            file = locks.enter_context(
+                Transaction(path, write=False, timeout=None if batch else lock_timeout)
+            )
+            if file.busy:
+                break
         except (OSError, JSONLSessionError) as exc:
             if batch:
                 break
@@ -269,9 +267,9 @@ def _lock_batch(
             index += 1
             continue
         index += 1
-        if fd != MISSING:  # else deleted since the folder was listed
-            batch.append((index - 1, path, fd, handle.size))
-            size += handle.size
+        if file.exists:  # else deleted since the folder was listed
+            batch.append((index - 1, path, file.fd, file.size))
+            size += file.size
     return index
 
 

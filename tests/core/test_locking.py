@@ -177,3 +177,20 @@ def test_a_failed_directory_fsync_after_creating_leaks_no_descriptor(sessions_di
     assert not set(os.listdir("/proc/self/fd")) - set(before)
     session.add_items_sync([{"a": 1}])  # and the next call works
     assert session.get_items_sync() == [{"a": 1}]
+
+
+def test_above_core_a_file_is_opened_and_locked_only_through_the_transaction_helper() -> None:
+    """One open/lock/close block (core.transaction.Transaction) for every locked operation above core.
+
+    The two objects that keep a file open on purpose, a session and a watch's follower, hold
+    a FileHandle; nothing else above ``core`` makes one.
+    """
+    keepers = {PACKAGE / "session" / "store.py", PACKAGE / "watch" / "follower.py"}
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if "core" in path.relative_to(PACKAGE).parts or path in keepers:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if "FileHandle(" in line:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
+    assert offenders == []
