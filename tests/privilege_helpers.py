@@ -4,10 +4,15 @@ The suite runs as root here and in CI, and root reads every file: "one unreadabl
 or "a rewrite by someone who may not chown" only happen to other users. These helpers run
 the CLI or a function as ``nobody`` in a forked child, in the ``shared_tmp`` folder
 (conftest.py) that ``nobody`` can reach: pytest's own temp folder is 0700 root.
+
+The child imports what the parent has not yet (the CLI's modules, orjson), so ``nobody``
+must be able to read the source tree: from a clone in a private folder it cannot, and the
+tests failed with ``ModuleNotFoundError`` (issue 24). They skip instead, saying why.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import pwd
@@ -28,12 +33,50 @@ def nobody() -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
+def source_folders() -> list[Path]:
+    """The folders a child running as ``nobody`` imports from: the package and its compiled dependency."""
+    import orjson
+
+    import jsonl_session
+
+    return [Path(jsonl_session.__file__).parent, Path(orjson.__file__).parent]
+
+
+@functools.cache
+def nobody_reads_the_source() -> str | None:
+    """None if ``nobody`` can list and read every folder of :func:`source_folders`; else why not."""
+    return _call_as(*nobody(), _unreadable, source_folders())  # type: ignore[no-any-return]
+
+
+def _unreadable(folders: list[Path]) -> str | None:
+    for folder in folders:
+        try:
+            names = sorted(name for name in os.listdir(folder) if name.endswith((".py", ".so")))
+            if names:
+                with open(folder / names[0], "rb") as file:
+                    file.read(1)
+        except OSError as exc:
+            return f"{folder}: {exc.strerror}"
+    return None
+
+
+def skip_unless_nobody_reads_the_source() -> None:
+    """Skip the calling test, with the reason, when ``nobody`` cannot import this checkout."""
+    problem = nobody_reads_the_source()
+    if problem is not None:
+        pytest.skip(
+            f"nobody cannot read the source tree ({problem}): clone it into a folder other users "
+            "can read to run the tests that switch users"
+        )
+
+
 def run_as_nobody(directory: Path, *args: str) -> Result:
     """The CLI's ``main`` as ``nobody``, in a forked child with its own stdout and stderr.
 
     Forked rather than exec'd: the interpreter may live where ``nobody`` cannot read it
     (here, under /root). Arguments, output and exit code are exactly the command's.
     """
+    skip_unless_nobody_reads_the_source()
     uid, gid = nobody()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
@@ -67,7 +110,11 @@ def _drop_to(uid: int, gid: int) -> None:
 
 def call_as_nobody(function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` in a forked child running as ``nobody``; its result, or its exception re-raised."""
-    uid, gid = nobody()
+    skip_unless_nobody_reads_the_source()
+    return _call_as(*nobody(), function, *args)
+
+
+def _call_as(uid: int, gid: int, function: Callable[..., Any], *args: Any) -> Any:
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: drop privileges for good, run, report through the pipe
