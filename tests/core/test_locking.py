@@ -7,6 +7,7 @@ import os
 import pickle
 import re
 import resource
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,7 @@ def test_an_async_call_inside_rewrite_is_a_lock_reentry_error_at_once(session: J
 
     session.add_items_sync([{"role": "user", "content": "a"}])
     session.lock_timeout = 30
-    calls = {
+    calls: dict[str, Callable[[], Awaitable[object]]] = {
         "add_items": lambda: session.add_items([{"b": 2}]),
         "get_items": session.get_items,
         "pop_item": session.pop_item,
