@@ -1,0 +1,68 @@
+"""Import paths that users were told about before the package was layered still work.
+
+``jsonl_session.workers``, ``.bulk``, ``.replay`` and ``.secrets`` are the new modules under
+their old names and warn once with the new path; ``.session``, ``.transfer``, ``.watch`` and
+``.pytest_plugin`` kept their names; the console script and the pytest11 entry point resolve.
+Each case runs in a fresh interpreter, so "once" means the first import of the process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import metadata
+
+import pytest
+
+MOVED = {
+    "workers": ("jsonl_session.core.worker_threads", "wait_for_all"),
+    "bulk": ("jsonl_session.transfer.folders", "export_all"),
+    "replay": ("jsonl_session.tools.replay", "Recording"),
+    "secrets": ("jsonl_session.tools.secrets", "scan_file"),
+}
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_a_moved_module_is_the_new_one_under_its_old_name_and_warns_once(old: str) -> None:
+    new, name = MOVED[old]
+    code = f"""
+import warnings
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    import jsonl_session.{old} as moved
+    from jsonl_session.{old} import {name}
+    import jsonl_session.{old}
+import {new} as real
+assert moved is real and {name} is real.{name}, (moved, real)
+messages = [str(w.message) for w in caught if w.category is DeprecationWarning]
+assert messages == ["jsonl_session.{old} moved to {new}; import it from there"], messages
+"""
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_packages_that_kept_their_names_export_what_they_did() -> None:
+    code = """
+import warnings
+warnings.simplefilter("error")
+from jsonl_session.session import DEFAULT_DIRECTORY, Draft, JSONLSession
+from jsonl_session.transfer import copy_session, open_url, open_backend, export_all, import_all
+from jsonl_session.watch import Change, apply, watch_session, watch_directory, watch_directory_sync
+from jsonl_session.pytest_plugin import jsonl_sessions, open_session_fixture, agent_recording
+import jsonl_session
+assert jsonl_session.JSONLSession is JSONLSession and jsonl_session.copy_session is copy_session
+assert DEFAULT_DIRECTORY == "sessions"
+"""
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_console_script_and_the_pytest_plugin_entry_points_resolve() -> None:
+    points = metadata.entry_points()
+    (script,) = [point for point in points.select(group="console_scripts") if point.name == "jsonl-session"]
+    (plugin,) = [point for point in points.select(group="pytest11") if point.name == "jsonl_session"]
+    from jsonl_session import pytest_plugin
+    from jsonl_session.cli import main
+
+    assert script.load() is main
+    assert plugin.load() is pytest_plugin
