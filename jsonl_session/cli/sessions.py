@@ -101,9 +101,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _show_document(args: argparse.Namespace) -> int:
     """``show --html`` / ``--markdown``: the whole transcript as one document, to stdout or ``-o FILE``."""
-    from pathlib import Path
-
-    from ..render.file_io import session_html, session_markdown
+    from ..render.file_io import open_private, session_markdown, write_session_html
 
     if args.json or not (args.html or args.markdown):
         error("show: -o goes with --html or --markdown, and --json with neither")
@@ -112,26 +110,31 @@ def _show_document(args: argparse.Namespace) -> int:
         error("show: --turns lists turns as text or --json, not as --html or --markdown")
         return 2
     path = existing(args, args.id).path
-    if args.html:
-        data, found = session_html(path, args.id, newest=args.n, lock_timeout=args.lock_timeout)
-    else:
-        text, found = session_markdown(path, args.id, newest=args.n, lock_timeout=args.lock_timeout)
-        data = text.encode()
-    if found.unreadable:
-        lines = found.unreadable
-        shown = ", ".join(map(str, lines[:5])) + (", ..." if len(lines) > 5 else "")
+    # The page is written with the session file's mode (0600 beside a 0600 session): a
+    # transcript is as private as its session. HTML streams, a piece at a time.
+    out = open_private(args.output, path) if args.output else sys.stdout.buffer
+    try:
+        if args.html:
+            written = write_session_html(path, args.id, out, newest=args.n, lock_timeout=args.lock_timeout)
+            count, bad, first_bad = written.count, written.unreadable, written.first_unreadable
+        else:
+            text, found = session_markdown(path, args.id, newest=args.n, lock_timeout=args.lock_timeout)
+            out.write(text.encode())
+            count, bad, first_bad = len(found.views), len(found.unreadable), found.unreadable[:5]
+    finally:
+        if args.output:
+            out.close()
+        else:
+            out.flush()
+    if bad:
+        shown = ", ".join(map(str, first_bad)) + (", ..." if bad > 5 else "")
         print(
-            f"{PROG}: warning: {path}: {len(lines)} unreadable line{plural(len(lines))} shown as they are "
+            f"{PROG}: warning: {path}: {bad} unreadable line{plural(bad)} shown as they are "
             f"(line {shown}); `{PROG} check` says why",
             file=sys.stderr,
         )
     if args.output:
-        Path(args.output).write_bytes(data)
-        count = len(found.views)
         print(f"{args.id}: wrote {args.output} ({count} item{plural(count)})", file=sys.stderr)
-    else:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
     return 0
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -42,6 +43,10 @@ _UNSAFE_IN_SCRIPT = (
     ("\u2028".encode(), b"\\u2028"),
     ("\u2029".encode(), b"\\u2029"),
 )
+
+
+PIECE_BYTES = 256 * 1024
+"""About how much of a page :func:`transcript_parts` makes at a time."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,48 @@ def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live
         meta: One line under the heading (e.g. the file and its size).
         live: For ``serve``: follow the session through server-sent events.
     """
+    # One copy of the items: escaped, then joined into the page.
+    return b"".join((transcript_head(title, meta=meta, live=live), script_json(items_json), transcript_end()))
+
+
+def transcript_parts(
+    title: str, views: Iterable[bytes], *, meta: str = "", live: Live | None = None
+) -> Iterator[bytes]:
+    """The same page as :func:`transcript_page`, in pieces of about :data:`PIECE_BYTES`, as they are made.
+
+    ``views`` are the items' JSON objects (``views.encode_view``), one at a time: the page of a
+    100,000-item session is never whole in memory (``show --html`` writes each piece as it
+    comes; tests/render/test_html_memory.py).
+
+    Example:
+        >>> from jsonl_session.render.views import ViewBuilder, encode_view
+        >>> view = encode_view(ViewBuilder().view({"role": "user", "content": "Hi"}, 1))
+        >>> b"".join(transcript_parts("demo", [view])) == transcript_page("demo", b"[" + view + b"]")
+        True
+    """
+    yield transcript_head(title, meta=meta, live=live)
+    yield from json_array_parts(views)
+    yield transcript_end()
+
+
+def json_array_parts(objects: Iterable[bytes], *, opening: bytes = b"[") -> Iterator[bytes]:
+    """``opening``, the JSON ``objects`` joined by commas and ``]``, in safe pieces (:func:`script_json`)."""
+    piece = [opening]
+    size = 0
+    comma = b""
+    for data in objects:
+        piece.append(comma + data)
+        comma = b","
+        size += len(data)
+        if size >= PIECE_BYTES:
+            yield script_json(b"".join(piece))
+            piece, size = [], 0
+    piece.append(b"]")
+    yield script_json(b"".join(piece))
+
+
+def transcript_head(title: str, *, meta: str = "", live: Live | None = None) -> bytes:
+    """The page up to its items' JSON array (what follows it is :func:`transcript_end`)."""
     settings = {
         "title": title,
         "live": None
@@ -104,9 +151,7 @@ def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live
         changes=changes,
         css=_asset("page.css"),
     )
-    tail = _TAIL.format(js=_asset("transcript.js"))
-    # One copy of the (possibly 50 MB) items: escaped, then joined into the page.
-    return b"".join((head.encode(), prefix, script_json(items_json), b"}", tail.encode()))
+    return head.encode() + prefix
 
 
 def index_page(folder: str, sessions: list[dict[str, object]], *, api: str, events: str) -> bytes:
@@ -131,6 +176,12 @@ def content_security_policy(script: str, connect: bool) -> str:
 @cache
 def _asset(name: str) -> str:
     return (resources.files("jsonl_session.render") / "assets" / name).read_text(encoding="utf-8")
+
+
+@cache
+def transcript_end() -> bytes:
+    """What follows a transcript page's items: the end of its data block, and its script."""
+    return b"}" + _TAIL.format(js=_asset("transcript.js")).encode()
 
 
 def _hash(text: str) -> str:

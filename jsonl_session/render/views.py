@@ -171,6 +171,26 @@ def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]
     return _lines_of(scanner.scan_lines(data), codec.decoder_for(data))
 
 
+def views_of_scans(scans: Iterable[scanner.Scan]) -> Iterator[ItemView]:
+    """The views :func:`views_of_lines` gives, one at a time, from a file scanned in pieces.
+
+    ``scans`` are :func:`jsonl_session.core.reads.scan_file`'s (the last one carries the torn
+    tail, if any): memory holds one piece, whatever the file's size (``show --html``).
+    """
+    builder = ViewBuilder()
+    next_number = 1  # of the line after the scans so far
+    for scan in scans:
+        with codec.gc_paused():
+            views = [
+                _line_view(builder, line.number, _item(line.data), line.data, torn=False)
+                for line in scan.lines
+            ]
+        yield from views
+        next_number += scan.newlines
+        if scan.pending and not codec.is_blank(scan.pending):  # only in the last scan
+            yield _line_view(builder, next_number, None, scan.pending, torn=True)
+
+
 def _lines_of(
     scan: scanner.Scan, loads: Callable[[bytes], Any]
 ) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
