@@ -9,6 +9,8 @@ Problems found, each with the file and the line it is on:
 * a ``function_call`` with no ``function_call_output`` for its ``call_id``, or an output
   with no call: the model API rejects such a history on the next turn.
   Calls that a paused run (``.run``) waits to have approved are not reported;
+* the rest of the replay lint (``history.replay_rules``, docs/replay-lint.md): a reasoning item
+  not followed by the item it produced, an approval request without its response, duplicate ids;
 * a fork whose source has diverged from the prefix recorded in its ``.lineage`` (see
   ``lineage``), or whose lineage file is unreadable;
 * a ``type`` or ``call_id`` that is not a string, and a line nested deeper than can be
@@ -16,8 +18,9 @@ Problems found, each with the file and the line it is on:
 * a temporary copy left next to the session by a rewrite whose process was killed
   (``fix=True`` removes it: see ``temp_files``).
 
-Only torn tails and leftover temporary files are fixable here: every other repair means
-deciding what the conversation should say, which is a job for ``jsonl-session edit``.
+Only torn tails, leftover temporary files, orphaned reasoning items and repeated copies of an
+item are fixable here (``replay_fix``): every other repair means deciding what the conversation
+should say, which is a job for ``jsonl-session edit``.
 """
 
 from __future__ import annotations
@@ -32,12 +35,12 @@ from ..core import codec, reads, scanner, storage, temp_files
 from ..core.errors import LockTimeout, SessionFileError, TornTailWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.transaction import Transaction
+from ..history import replay_rules
+from ..history.replay_rules import ReplayLint
 
-# A call item type -> the type of the item that answers it, matched on ``call_id``.
-CALL_PAIRS = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-}
+# A call item type -> the type of the item that answers it, matched on ``call_id``: the replay
+# lint's table (docs/replay-lint.md), named here too for ``edit_copy``.
+CALL_PAIRS = replay_rules.CALL_PAIRS
 _ANSWER_TO_CALL = {answer: call for call, answer in CALL_PAIRS.items()}
 _ANSWERS = frozenset(_ANSWER_TO_CALL)
 
@@ -110,6 +113,8 @@ def check_file(
     if torn is not None:
         problems.append(torn)
     problems.extend(_lineage_problems(path, lock_timeout))
+    if fix and any(problem.fixable and not problem.fixed for problem in problems if problem.line):
+        problems = _fix_for_replay(path, problems, lock_timeout)  # after the lock above is released
     return sorted(problems, key=lambda problem: problem.line or 0)
 
 
@@ -164,6 +169,20 @@ def _awaiting_approval(path: Path) -> frozenset[Any]:
     return frozenset(entry.get("call_id") for entry in paused.pending) if paused is not None else frozenset()
 
 
+def _fix_for_replay(path: Path, problems: list[Problem], lock_timeout: float) -> list[Problem]:
+    """Drop the lines the replay lint may drop (``replay_fix``); each is then reported as fixed.
+
+    Line numbers stay those of the file as it was read (a writer only appends meanwhile, which
+    renumbers nothing): ``check`` without ``fix`` shows exactly these lines first.
+    """
+    from .replay_fix import drop_fixable
+
+    dropped = drop_fixable(path, awaiting=_awaiting_approval(path), lock_timeout=lock_timeout)
+    gone = {problem.line for problem in dropped}
+    kept = [seen for seen in problems if not seen.fixable or seen.fixed or seen.line not in gone]
+    return [*kept, *(Problem(path, drop.line, f"{drop.reason}; dropped", True, True) for drop in dropped)]
+
+
 def _lineage_problems(path: Path, lock_timeout: float) -> list[Problem]:
     from ..history.lineage import divergence
 
@@ -189,6 +208,7 @@ class _LineChecker:
         self.answers: dict[tuple[str, Any], int] = {}  # (type of the call answered, call_id) -> line
         self.next_number = 1
         self.pending = b""
+        self.replay = ReplayLint(awaiting)  # reasoning without its item, unanswered approvals, duplicate ids
 
     def take(self, scan: scanner.Scan) -> None:
         for line in scan.lines:  # storage's one line scanner
@@ -208,6 +228,7 @@ class _LineChecker:
         if reason is not None:
             self.found.append(Problem(self.path, number, reason))
             return
+        self.replay.take(number, item)
         kind = item.get("type")
         if kind in CALL_PAIRS:
             self.calls.setdefault((kind, item.get("call_id")), (number, item.get("name")))
@@ -229,6 +250,9 @@ class _LineChecker:
                 found.append(
                     Problem(self.path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}")
                 )
+        for replay in self.replay.problems():
+            hint = "; `check --fix` drops the line" if replay.fixable else ""
+            found.append(Problem(self.path, replay.line, replay.reason + hint, replay.fixable))
         return found
 
     def torn_tail(self) -> Problem | None:

@@ -1,0 +1,63 @@
+"""``check --fix`` for the replay lint: drop the lines that can go without deciding what was said.
+
+What goes (``ReplayProblem.fixable``, see ``history.replay_rules``): a reasoning item not
+followed by the item it produced, and a copy of an item identical to the line right before it
+(a duplicate id written twice). Everything else the lint finds is reported and kept: a call
+without its output (the SDK may still be running the tool; inventing an output is a guess),
+an output without its call (it holds the tool's only copy of its result), an unanswered
+approval, a duplicate id whose copies differ.
+
+The lint runs again inside the session's locked rewrite (``LockedOperations.rewriting``): a
+writer that appended after ``check`` read the file is waited for, its items are linted and
+kept, and line numbers are those of the file as it is under the lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..core import scanner
+from ..core.errors import MalformedLineError
+from ..core.locking import MISSING
+from ..history.replay_rules import ReplayProblem, replay_problems
+from ..session.folder import id_for
+from ..session.store import JSONLSession
+
+
+def drop_fixable(path: Path, *, awaiting: Iterable[Any] = (), lock_timeout: float) -> list[ReplayProblem]:
+    """Remove, in one atomic rewrite under the write lock, every line the replay lint may drop.
+
+    Returns what was removed, by the line it was on before (empty when nothing could be, e.g.
+    the file has a line that is not an item: that is for a person first).
+
+    Example:
+        >>> dropped = drop_fixable(Path("sessions/a.jsonl"), lock_timeout=10)   # doctest: +SKIP
+        >>> [(problem.line, problem.reason) for problem in dropped]            # doctest: +SKIP
+        [(7, "reasoning 'rs_1' is not followed by the item it produced (it ends the history)")]
+    """
+    session_id = id_for(path.name)
+    if session_id is None:  # not a name a session has: no session object can rewrite it
+        return []
+    session = JSONLSession(session_id, path.parent, lock_timeout=lock_timeout)
+    dropped: list[ReplayProblem] = []
+    try:
+        with session.locked(write=True, create=False) as fd:
+            if fd == MISSING:
+                return []
+            with session.rewriting(fd) as draft:
+                # The items' lines, as the rewrite read them (we hold the lock: nothing moves).
+                numbers = [line.number for line in scanner.scan_lines(path.read_bytes()).lines]
+                if len(numbers) != len(draft.items):
+                    return []  # cannot tell which line is which: change nothing
+                numbered = list(zip(numbers, draft.items))
+                dropped = [problem for problem in replay_problems(numbered, awaiting) if problem.fixable]
+                gone = {problem.line for problem in dropped}
+                if gone:
+                    draft.items = [item for number, item in numbered if number not in gone]
+    except MalformedLineError:
+        return []
+    finally:
+        session.close()
+    return dropped
