@@ -6,7 +6,7 @@ operation failed, 2 usage error. Library errors become one line on stderr
 (``jsonl-session: error: ...``), never a traceback.
 
 The commands live in one module per family (``sessions``, ``tools``, ``history``,
-``follow``, ``transfer``, ``serve``), and ``main`` imports only the family of the command it
+``follow``, ``transfer``, ``serve``, ``retention``), and ``main`` imports only the family of the command it
 runs: start-up is most of a short command's time, so ``ls`` loads neither the checker nor the
 backends (``tests/project/test_startup.py``).
 
@@ -91,6 +91,8 @@ _HANDLERS: dict[str, str] = {
     "export": "transfer",
     "import": "transfer",
     "serve": "serve",
+    "prune": "retention",
+    "restore": "retention",
 }
 """Each command of :func:`~jsonl_session.cli.parser.build_parser` and the module of ``cli`` whose
 ``cmd_<command>`` runs it."""

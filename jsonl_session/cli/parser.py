@@ -395,6 +395,33 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     redact.add_argument(
         "id", metavar="ID_OR_FILE", help="session id, or its .jsonl file (as check prints it)"
     )
+    prune = _command(
+        commands,
+        "prune",
+        "archive sessions not written for a while (with their sidecars) and remove them; "
+        "prints what it would do unless --yes",
+        f"{PROG} prune --older-than 30d\n{PROG} prune --older-than 12h --yes",
+        json=True,
+    )
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        help="not written for this long: 90m, 12h, 30d, 2w (units s, m, h, d, w; combined as 1d12h)",
+    )
+    prune.add_argument(
+        "-y", "--yes", action="store_true", help="archive and remove them (default: only show what would go)"
+    )
+
+    restore = _command(
+        commands,
+        "restore",
+        "bring an archived session back, byte-identical with its sidecars (never overwrites)",
+        f"{PROG} restore --list\n{PROG} restore convo_123",
+        json=True,
+    )
+    restore.add_argument("id", nargs="?", help="session id (the newest archive of it is restored)")
+    restore.add_argument("--list", action="store_true", help="list the archived sessions instead")
     if only is not None and only not in commands.action.choices:
         return build_parser()
     return parser

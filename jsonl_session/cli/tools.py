@@ -239,5 +239,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print("tools:")
         for name, count in stats.tools.most_common():
             print(f"  {printable(name):<24} {count:>7}")
-    print_usage(stats.tokens, stats.tokens_total)
+    archived = {f"{session_id} (archived)": totals for session_id, totals in stats.archived.items()}
+    print_usage(stats.tokens | archived, stats.tokens_total)
     return 1 if skipped else 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import JSONLSessionError
@@ -26,7 +27,8 @@ class Stats:
     """Counts over the sessions that could be read.
 
     ``tokens`` holds the token totals (``JSONLSession.get_session_usage_sync``) of each
-    session that has a usage log, by id; :attr:`tokens_total` adds them up.
+    session that has a usage log, by id; ``archived`` the same for sessions ``prune`` moved
+    to the archive (``tools.retention.archived_usage``); :attr:`tokens_total` adds up both.
     """
 
     sessions: int = 0
@@ -38,6 +40,8 @@ class Stats:
     tools: Counter[str] = field(default_factory=Counter)
     """Tool calls (``function_call`` items) by tool name."""
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+    archived: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Usage totals of archived sessions, by id (counted in no other field but :attr:`tokens_total`)."""
 
     @property
     def tool_calls(self) -> int:
@@ -46,8 +50,10 @@ class Stats:
 
     @property
     def tokens_total(self) -> dict[str, int]:
-        """Token counters and runs summed over every session with a usage log (all 0 if none)."""
-        return {name: sum(totals[name] for totals in self.tokens.values()) for name in (*COUNTERS, "runs")}
+        """Token counters and runs summed over every session with a usage log, archived ones
+        included (all 0 if none)."""
+        logs = [*self.tokens.values(), *self.archived.values()]
+        return {name: sum(totals.get(name, 0) for totals in logs) for name in (*COUNTERS, "runs")}
 
     def as_dict(self) -> dict[str, Any]:
         """The counts as plain JSON values (``stats --json``): roles and tools most common first."""
@@ -58,7 +64,7 @@ class Stats:
             "tool_calls": self.tool_calls,
             "by_role": dict(self.by_role.most_common()),
             "tools": dict(self.tools.most_common()),
-            "tokens": {"total": self.tokens_total, "by_session": self.tokens},
+            "tokens": {"total": self.tokens_total, "by_session": self.tokens, "archived": self.archived},
         }
 
     def add(self, session_id: str, items: list[Any], usage: dict[str, int] | None) -> None:
@@ -85,9 +91,20 @@ def folder_stats(
     Each session's items and usage log are read in one step. A session that cannot be read
     (no permission, a conflicted file, its lock held past the folder's ``lock_timeout``, a
     broken usage log) goes to ``on_error(session_id, error)`` and is left out of every count;
-    without ``on_error`` its error is raised.
+    without ``on_error`` its error is raised. Counting the whole folder also adds the usage of
+    its archived sessions (:attr:`Stats.archived`); an unreadable archive goes to ``on_error``
+    under its file name.
     """
     stats = Stats()
+    if ids is None:
+        from .retention import archived_usage
+
+        def archive_error(path: Path, exc: Exception) -> None:
+            if on_error is None:
+                raise exc
+            on_error(path.name, exc)
+
+        stats.archived = archived_usage(folder, on_error=archive_error)
     for session_id in folder.ids() if ids is None else ids:
         try:
             session = folder.open(session_id)
