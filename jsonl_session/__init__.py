@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editor
     from .session.folder import SessionDirectory, SessionInfo
     from .session.settings import SessionSettings
     from .session.store import Draft, JSONLSession
+    from .tools.recall import session_search_tool
     from .transfer.backends import copy_session
     from .watch import Change, watch_directory, watch_directory_sync
 
@@ -52,6 +53,7 @@ _LAZY = {
     "SessionSettings": "session.settings",
     "Turn": "history.turns",
     "copy_session": "transfer.backends",
+    "session_search_tool": "tools.recall",
     "watch_directory": "watch",
     "watch_directory_sync": "watch",
 }
@@ -83,6 +85,7 @@ __all__ = [
     "Turn",
     "UnsafePathError",
     "copy_session",
+    "session_search_tool",
     "watch_directory",
     "watch_directory_sync",
 ]

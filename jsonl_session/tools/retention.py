@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import stat
@@ -305,7 +306,11 @@ def restore(directory: SessionDirectory | str | os.PathLike[str], session_id: st
                 _delete(archive)  # a killed restore had finished writing
                 return RestoreOutcome(session_id, archive, names, already_restored=True)
             raise SessionExistsError(path, "exists and has items; restore never overwrites (rm it first)")
-        # The file is empty: just made by this lock, or left so by a killed restore.
+        # The file is empty: just made by this lock, or left so by a killed restore, whose
+        # temporary files (``.<name>.<8 hex>.tmp``, locked while alive) go first.
+        for name in names:
+            for leftover in path.parent.glob(f".{glob.escape(name)}.[0-9a-f]*.tmp"):
+                temp_files.remove_if_orphaned(leftover)
         present = _existing_sidecars(path)
         wanted = {member.name: member.data for member in sidecars}
         for name in present:

@@ -1,0 +1,253 @@
+"""A recall tool for agents: search a folder of past sessions, get snippets back, bounded in size.
+
+:func:`session_search_tool` returns a ready Agents SDK ``FunctionTool``: give it to an agent
+and the model can look up what was said in earlier conversations. :func:`search_sessions` is
+the same search as a plain function (what the tool calls), for use without the SDK.
+
+The search is ``jsonl-session grep``'s (``tools.grep.search``: each file read under its shared
+lock, a plain word pre-filtered in the raw bytes), case-insensitive, with every word of the
+query required in one item, in any order; it reads the text a transcript shows
+(``item_text.text_of``). Each match names its session and turn (``history.turns``: a turn
+starts at a user message; ``None`` before the first one). Newest sessions come first.
+
+What the model gets back is capped: at most ``max_results`` snippets of at most
+``snippet_chars`` characters, and ``max_chars`` characters in all, the last line saying how
+many more matches there were. A tool output that can grow without bound is what makes a
+context explode.
+
+Example:
+    >>> from agents import Agent                                                   # doctest: +SKIP
+    >>> agent = Agent(name="Assistant", tools=[session_search_tool("sessions")])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core import reads, scanner
+from ..core.errors import JSONLSessionError
+from ..core.transaction import Transaction
+from ..history.turns import is_user_message
+from ..session.folder import SessionDirectory
+from .grep import Hit, search
+
+if TYPE_CHECKING:
+    from agents import FunctionTool
+
+DEFAULT_NAME = "search_past_conversations"
+DEFAULT_DESCRIPTION = (
+    "Search the user's earlier conversations (stored sessions) for words. Returns matching "
+    "snippets, each with its session id and turn number, newest sessions first. Give a few "
+    "distinctive words (every word must appear; case is ignored; no regular expressions)."
+)
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """One match: the session, the turn (None before the first user message), who said it, the text."""
+
+    session_id: str
+    turn: int | None
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """The snippets shown and how many matches there were in all (``total >= len(snippets)``)."""
+
+    query: str
+    snippets: list[Snippet]
+    total: int
+
+    def render(self, max_chars: int) -> str:
+        """The text the model reads: one line per snippet, then how many more; at most ``max_chars``."""
+        if not self.total:
+            return f"No past conversation mentions {self.query!r}."
+        head = f"{self.total} match{'es' if self.total != 1 else ''} for {self.query!r}"
+        lines: list[str] = []
+        used = len(head) + 2
+        for snippet in self.snippets:
+            turn = f"turn {snippet.turn}" if snippet.turn is not None else "before the first turn"
+            line = f"- [session {snippet.session_id}, {turn}, {snippet.role}] {snippet.text}"
+            # room for this line and the "N more" line after it
+            if used + len(line) + 1 + _MORE_ROOM > max_chars:
+                break
+            lines.append(line)
+            used += len(line) + 1
+        more = self.total - len(lines)
+        text = head + (f" (showing {len(lines)}):" if more else ":") + "\n" + "\n".join(lines)
+        if more:
+            text += (
+                f"\n({more} more match{'es' if more != 1 else ''} not shown: search with more specific words)"
+            )
+        return text[:max_chars]
+
+
+_MORE_ROOM = 80
+
+
+def search_sessions(
+    directory: SessionDirectory | str | os.PathLike[str],
+    query: str,
+    *,
+    max_results: int = 10,
+    snippet_chars: int = 300,
+    exclude: Iterable[str] = (),
+    session_id: str | None = None,
+) -> Found:
+    """Search the sessions of ``directory`` for the words of ``query``; the newest sessions first.
+
+    ``exclude`` names sessions not to search (the agent's current one, say); ``session_id``
+    searches that one only. Unreadable files are skipped.
+
+    Example:
+        >>> found = search_sessions("sessions", "golden gate")                # doctest: +SKIP
+        >>> found.total, found.snippets[0].session_id, found.snippets[0].turn  # doctest: +SKIP
+        (3, 'convo_123', 1)
+    """
+    folder = directory if isinstance(directory, SessionDirectory) else SessionDirectory(directory)
+    words = query.casefold().split()
+    if not words:
+        return Found(query, [], 0)
+    skip = set(exclude)
+    ids = [session_id] if session_id is not None else [i for i in folder.ids() if i not in skip]
+    sessions = [(i, folder.session_path(i)) for i in ids]
+    sessions.sort(key=lambda pair: _mtime(pair[1]), reverse=True)
+    # grep's search finds the longest word (pre-filtered in the raw bytes); the others filter its hits
+    longest = max(words, key=len)
+    hits = search(
+        sessions,
+        re.escape(longest),
+        ignore_case=True,
+        lock_timeout=folder.lock_timeout,
+        on_error=lambda _path, _exc: None,
+    )
+    kept: list[Hit] = []
+    total = 0
+    for hit in hits:
+        text = hit.text.casefold()
+        if all(word in text for word in words):
+            total += 1
+            if len(kept) < max_results:
+                kept.append(hit)
+    turns = _turns_of(folder, kept)
+    snippets = [
+        Snippet(hit.session_id, turns.get((hit.session_id, hit.line)), hit.role, _window(hit, snippet_chars))
+        for hit in kept
+    ]
+    return Found(query, snippets, total)
+
+
+def session_search_tool(
+    directory: SessionDirectory | str | os.PathLike[str] = "sessions",
+    *,
+    max_results: int = 10,
+    max_chars: int = 4000,
+    snippet_chars: int = 300,
+    exclude: Iterable[str] = (),
+    name: str = DEFAULT_NAME,
+    description: str = DEFAULT_DESCRIPTION,
+) -> FunctionTool:
+    """An Agents SDK function tool that searches the sessions of ``directory`` (needs ``openai-agents``).
+
+    The model calls it with ``query`` (a few words) and, optionally, ``session_id``; it gets
+    at most ``max_results`` snippets, each with its session id and turn, in at most
+    ``max_chars`` characters, and is told how many more matches there were. The search runs
+    in a worker thread, so the event loop never waits for a file lock.
+
+    Args:
+        directory: The sessions folder (or a ``SessionDirectory``).
+        max_results: Snippets returned at most.
+        max_chars: Characters of the whole answer at most.
+        snippet_chars: Characters of one snippet at most.
+        exclude: Session ids never searched (the agent's current session, say).
+        name: The tool's name as the model sees it.
+        description: What the model is told the tool does.
+
+    Example:
+        >>> from agents import Agent, Runner                                   # doctest: +SKIP
+        >>> recall = session_search_tool("sessions", exclude=["convo_124"])   # doctest: +SKIP
+        >>> agent = Agent(name="Assistant", tools=[recall])                    # doctest: +SKIP
+        >>> Runner.run_sync(agent, "What did I say about Zürich last week?",  # doctest: +SKIP
+        ...                 session=JSONLSession("convo_124"))
+    """
+    import asyncio
+
+    from agents import function_tool
+
+    for label, value in (
+        ("max_results", max_results),
+        ("max_chars", max_chars),
+        ("snippet_chars", snippet_chars),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{label} must be a positive int, not {value!r}")
+    excluded = tuple(exclude)
+
+    async def search_past_conversations(query: str, session_id: str | None = None) -> str:
+        """Search earlier conversations.
+
+        Args:
+            query: A few distinctive words; every one must appear in a message.
+            session_id: Only search this session (optional).
+        """
+        found = await asyncio.to_thread(
+            search_sessions,
+            directory,
+            query,
+            max_results=max_results,
+            snippet_chars=snippet_chars,
+            exclude=excluded,
+            session_id=session_id,
+        )
+        return found.render(max_chars)
+
+    tool: FunctionTool = function_tool(
+        search_past_conversations, name_override=name, description_override=description
+    )
+    return tool
+
+
+def _turns_of(folder: SessionDirectory, hits: list[Hit]) -> dict[tuple[str, int], int | None]:
+    """The turn of each hit's line: user messages counted from the top of its file, under its lock."""
+    wanted: dict[str, set[int]] = {}
+    for hit in hits:
+        wanted.setdefault(hit.session_id, set()).add(hit.line)
+    turns: dict[tuple[str, int], int | None] = {}
+    for session_id, lines in wanted.items():
+        try:
+            with Transaction(
+                folder.session_path(session_id), write=False, timeout=folder.lock_timeout
+            ) as file:
+                data = reads.read_range(file.fd, 0, file.size) if file.exists else b""
+        except (OSError, JSONLSessionError):
+            continue
+        turn = 0
+        for line in scanner.scan_lines(data).lines:
+            if b"user" in line.data and is_user_message(scanner.parse_item(line.data)):
+                turn += 1
+            if line.number in lines:
+                turns[(session_id, line.number)] = turn or None
+    return turns
+
+
+def _window(hit: Hit, width: int) -> str:
+    """About ``width`` characters of the hit's text around the match, on one line."""
+    text = hit.text
+    start = max(0, hit.start - width // 3)
+    end = min(len(text), start + width)
+    window = " ".join(text[start:end].split())
+    return ("…" if start else "") + window + ("…" if end < len(text) else "")
+
+
+def _mtime(path: str) -> float:
+    try:
+        return Path(path).stat().st_mtime
+    except OSError:
+        return 0.0
