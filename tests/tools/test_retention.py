@@ -57,8 +57,8 @@ def make_old(folder: Path, session_id: str, *, days: float = 40, sidecars: bool 
     session.close()
     path = folder / f"{session_id}.jsonl"
     if sidecars:
-        with open(path, "ab") as file:
-            file.write(b'{"role": "user", "cont')  # a torn tail stays as it is: archived byte for byte
+        with open(path, "ab") as handle:
+            handle.write(b'{"role": "user", "cont')  # a torn tail stays as it is: archived byte for byte
         (folder / f"{session_id}.jsonl.usage").write_bytes(USAGE)
         (folder / f"{session_id}.jsonl.lineage").write_bytes(LINEAGE)
         (folder / f"{session_id}.jsonl.run").write_bytes(b'{"state": 1}\n')
