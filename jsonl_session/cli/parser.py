@@ -142,6 +142,9 @@ def _count(text: str) -> int:
     return value
 
 
+_WINDOW_HELP = "with --turns: flag a session whose context does not fit this many tokens (exit 1)"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argparse parser for every command (exposed so tests and docs can walk it).
 
@@ -181,8 +184,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     show.add_argument(
         "--turns",
         action="store_true",
-        help="one line per turn: number, items, when it ran and its tokens (if recorded), the question",
+        help="one line per turn: number, items, when it ran, its tokens (if recorded), its bytes, the "
+        "context so far (tokens: bytes/4, or the recorded input per request if larger), its largest tool "
+        "output, the question",
     )
+    show.add_argument("--context-window", type=_count, metavar="TOKENS", help=_WINDOW_HELP)
     formats = show.add_mutually_exclusive_group()
     formats.add_argument(
         "--html", action="store_true", help="a self-contained HTML page (search, filters, folded tool output)"
@@ -274,7 +280,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     check = _command(
         commands,
         "check",
-        "verify session files: bad lines, torn tails, unanswered tool calls (exit 1 if any)",
+        "verify session files: bad lines, torn tails, what the model API refuses on replay (exit 1 if any)",
         f"{PROG} check\n{PROG} check convo_123 --fix\n"
         f"{PROG} check --secrets sessions/*.jsonl   # as a pre-commit hook",
         json=True,
@@ -285,8 +291,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     check.add_argument(
         "--fix",
         action="store_true",
-        help="move torn tails to the .torn sidecar, remove temporary files of killed rewrites; "
-        "report what needs a human",
+        help="move torn tails to the .torn sidecar, remove temporary files of killed rewrites, drop orphaned "
+        "reasoning items and repeated copies of a line; report what needs a human",
     )
     check.add_argument(
         "--secrets",
@@ -320,10 +326,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         commands,
         "stats",
         "count items by role and type, characters and tool calls (one session or all)",
-        f"{PROG} stats convo_123",
+        f"{PROG} stats convo_123\n{PROG} stats convo_123 --turns --context-window 128000",
         json=True,
     )
     stats.add_argument("id", nargs="?", help="session id (default: all sessions)")
+    stats.add_argument(
+        "--turns",
+        action="store_true",
+        help="context growth per turn: items, bytes, tokens, biggest tool outputs",
+    )
+    stats.add_argument("--context-window", type=_count, metavar="TOKENS", help=_WINDOW_HELP)
 
     export = _command(
         commands,
@@ -384,7 +396,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
-    serve.add_argument("--port", type=_count, default=8765, help="port (default 8765; 0 picks a free one)")
+    serve.add_argument("--port", default="8765", help="port (default 8765; 0 picks a free one)")
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host that other machines can reach (every session becomes readable to them)",
+    )
 
     redact = _command(
         commands,

@@ -1,34 +1,44 @@
-"""One folder watch shared by every page ``serve`` has open: changes fanned out as events.
+"""One folder watch shared by every page ``serve`` has open, and the sessions those pages show.
 
-The hub runs a single :func:`~jsonl_session.watch.watch_directory_sync` in a thread and keeps
-a mirror of every session: each item already rendered as its view, as escaped JSON bytes
-(memory about the folder's size). Each change updates the mirror, takes the next version
-number and is queued for every subscriber of that session, and for the index.
+The hub runs a single :func:`~jsonl_session.watch.watch_directory_sync` in a thread, from
+``start="now"``: it reads no item of the sessions already there, it only says which session
+changed (for the index, and as a wake-up). Memory follows what pages show, not the folder:
+a session is rendered (each item as its view, escaped JSON bytes: a *mirror*) only when a
+page asks for it, kept while a page follows it, and dropped :data:`LINGER_SECONDS` after the
+last one went. A 39 MiB folder used to sit at ~400 MiB with no page open, every session
+rendered in memory (issue 24).
 
-Why a mirror: a page must start from exactly the state the next change applies to. Reading
-the file when a page opens would race the watch (a pop and an append between the read and
-the watch's next look would be missed or applied twice). Here a page's items, its version
-and its subscription are taken together under the hub's lock, so the stream continues the
-page exactly; a page that reconnects with an older version (``Last-Event-ID``) gets a
-``reset`` with the whole list first.
+Why a mirror per open session, with a session follower of its own: a page must start from
+exactly the state the next change applies to. Each mirror has its own
+:func:`~jsonl_session.watch.watch_session_sync` that is never started as an iterator (so no
+inotify instance: only its ``catch_up()`` is called, when the folder watch says the session
+changed). Its first look reads the session and its later looks deliver the exact changes
+since, so the mirror, its version and the events it queues always agree, whatever the
+folder watch had already seen. A page's items, its version and its subscription are taken
+together under the hub's lock; a page that reconnects with an older version
+(``Last-Event-ID``) gets a ``reset`` with the whole list first.
 
-A subscriber that falls far behind (a stalled tab) does not make the queue grow without
-bound: its queue is dropped and it gets one ``reset`` instead.
+Bounded per client: a subscriber's queue is bounded in bytes (:data:`MAX_QUEUED_BYTES`), not
+in events (one ``replaced`` of a 1 MB session is 1 MB: 300 rewrites queued for a tab that
+never read took ``serve`` from 34 MB to 331 MB). Past the bound its queue is dropped and it
+gets one ``reset`` when it reads again, made then from the mirror. Events are shared by
+every subscriber, never copied per client. A client that reads nothing at all is dropped
+by the server's write timeout (``server.Limits``); its ``EventSource`` reconnects by itself.
 
 Items are numbered by position (1 for the first item): the line numbers ``show --html``
 prints, for files written by this library (which never writes blank lines).
 
-A session the watch cannot read (a malformed line, a conflict marker: a ``failed`` change)
-is read once more, leniently, as ``show --html`` reads it: every good item, and the bad lines
-as ``invalid`` views, numbered by the file's lines. Its pages get those views with the
-problem (a ``problem`` event carrying ``items``), instead of an empty list under a "live"
-dot; the watch hands the session over again (``replaced``) once it reads
+A session that cannot be read (a malformed line, a conflict marker) is read once more,
+leniently, as ``show --html`` reads it: every good item, and the bad lines as ``invalid``
+views, numbered by the file's lines. Its pages get those views with the problem (a
+``problem`` event carrying ``items``), instead of an empty list under a "live" dot; once it
+reads again it comes as ``replaced``
 (tests/serve/test_browser.py::test_a_malformed_line_is_flagged_and_hides_nothing_when_served).
 
 Example:
     >>> hub = Hub("sessions", lock_timeout=10)                    # doctest: +SKIP
     >>> hub.start()
-    >>> version, items_json = hub.page("convo_123")
+    >>> version, views, problem = hub.page("convo_123")
     >>> with hub.subscribe("convo_123", version) as events:
     ...     event = events.get(timeout=10)                        # an Event, or None
 """
@@ -39,6 +49,8 @@ import collections
 import os
 import sys
 import threading
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -46,40 +58,78 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..core.errors import JSONLSessionError, LockTimeout
+from ..core.errors import JSONLSessionError, LockTimeout, UnsafePathError
 from ..core.names import filename_for
-from ..render.html import script_json
-from ..render.views import ItemView, ViewBuilder, encode_view, read_file, views_of_lines
+from ..render.html import PIECE_BYTES, script_json
+from ..render.views import ViewBuilder, encode_view, read_file, views_of_lines
 from ..session.folder import SessionDirectory
-from ..watch import Change, watch_directory_sync
+from ..watch import Change, SessionWatchSync, watch_directory_sync, watch_session_sync
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-MAX_QUEUED = 2000
-"""Events a subscriber may fall behind before it is sent one ``reset`` instead."""
+MAX_QUEUED_BYTES = 1024 * 1024
+"""Bytes of events a subscriber may fall behind (beyond one event) before it is sent one ``reset`` instead."""
+LINGER_SECONDS = 15.0
+"""How long a session's mirror is kept after its last page went (a reload, the page's events connecting)."""
 LENIENT_READ_TIMEOUT = 2.0
 """At most this long waiting for a failed session's lock, to show what the file holds."""
-READY_TIMEOUT = 10.0
-"""How long a page waits, just after start, for the watch to replay the sessions already there."""
 RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0)
 """Waits before restarting the watch after an error (then 5 s each time)."""
 
 
 @dataclass(frozen=True)
 class Event:
-    """One server-sent event: the version it brings a page to, and its JSON payload."""
+    """One server-sent event: the version it brings a page to, and its JSON payload in pieces.
+
+    ``views`` (escaped JSON objects, shared with the mirror, never copied) go between ``head``
+    and ``tail``, joined by commas: a ``reset`` of a 40 MB session is written from the
+    mirror's views, a piece at a time, without a 40 MB copy per client.
+    """
 
     version: int
-    data: bytes
+    head: bytes
+    views: Sequence[bytes] = ()
+    tail: bytes = b""
+
+    @property
+    def size(self) -> int:
+        """Bytes of the payload (what it costs a queue to hold it)."""
+        return len(self.head) + len(self.tail) + sum(map(len, self.views)) + len(self.views)
+
+    def pieces(self) -> Iterator[bytes]:
+        """The payload, in pieces of about ``PIECE_BYTES``."""
+        yield self.head
+        piece: list[bytes] = []
+        size = 0
+        comma = b""
+        for data in self.views:
+            piece.append(data)
+            size += len(data)
+            if size >= PIECE_BYTES:
+                yield comma + b",".join(piece)
+                piece, size, comma = [], 0, b","
+        if piece:
+            yield comma + b",".join(piece)
+        yield self.tail
+
+    @property
+    def data(self) -> bytes:
+        """The whole payload at once (tests)."""
+        return b"".join(self.pieces())
 
 
 @dataclass
 class _Mirror:
+    """An open session: its follower, its views (escaped JSON), and the version they are at."""
+
+    watch: SessionWatchSync
     version: int = 0
     views: list[bytes] = field(default_factory=list)
     builder: ViewBuilder = field(default_factory=ViewBuilder)
-    problem: str = ""  # why the watch cannot read the session now ("failed"), until it can again
+    problem: str = ""  # why the session cannot be read now, until it can again
+    fresh: bool = True  # the follower's next look is its first: it delivers every item
+    used: float = field(default_factory=time.monotonic)
 
 
 class Subscription:
@@ -89,10 +139,12 @@ class Subscription:
     for a keep-alive), and raises :class:`EOFError` once the hub or the subscription is closed.
     """
 
-    def __init__(self, hub: Hub, session_id: str | None) -> None:
+    def __init__(self, hub: Hub, session_id: str | None, max_bytes: int) -> None:
         self.session_id = session_id
         self._hub = hub
+        self._max_bytes = max_bytes
         self._queue: collections.deque[Event] = collections.deque()
+        self._bytes = 0
         self._ready = threading.Condition(threading.Lock())
         self._behind = False
         self._closed = False
@@ -105,13 +157,21 @@ class Subscription:
     ) -> None:
         self.close()
 
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of the events waiting for this subscriber."""
+        with self._ready:
+            return self._bytes
+
     def get(self, timeout: float) -> Event | None:
         with self._ready:
             self._ready.wait_for(lambda: self._queue or self._behind or self._closed, timeout)
             if self._closed:
                 raise EOFError("the viewer is stopping")
             if self._queue:
-                return self._queue.popleft()
+                event = self._queue.popleft()
+                self._bytes -= event.size
+                return event
             if not self._behind:
                 return None
         return self._hub._catch_up(self)
@@ -126,13 +186,26 @@ class Subscription:
             self._ready.notify_all()
 
     def put(self, event: Event) -> None:
-        """Queue ``event`` (the hub holds its lock); past :data:`MAX_QUEUED`, drop all, catch up later."""
+        """Queue ``event`` (the hub holds its lock); past ``max_bytes``, drop all and catch up later."""
         with self._ready:
-            if len(self._queue) >= MAX_QUEUED:
+            if self._behind or self._closed:
+                return
+            size = event.size
+            if self._queue and self._bytes + size > self._max_bytes:
                 self._queue.clear()
+                self._bytes = 0
                 self._behind = True
-            elif not self._behind:
+            else:
                 self._queue.append(event)
+                self._bytes += size
+            self._ready.notify_all()
+
+    def fall_behind(self) -> None:
+        """Drop what is queued: the next ``get`` is a ``reset`` made from the hub's state then."""
+        with self._ready:
+            self._queue.clear()
+            self._bytes = 0
+            self._behind = True
             self._ready.notify_all()
 
     def restart(self, event: Event) -> None:
@@ -140,34 +213,30 @@ class Subscription:
         with self._ready:
             self._queue.clear()
             self._queue.append(event)
+            self._bytes = event.size
             self._behind = False
             self._ready.notify_all()
 
 
 class Hub:
-    """The shared folder watch of ``serve``, and the rendered mirror of every session in the folder."""
+    """The shared folder watch of ``serve``, and the mirrors of the sessions its pages show."""
 
-    def __init__(self, directory: str | os.PathLike[str], *, lock_timeout: float) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], *, lock_timeout: float, queued_bytes: int = MAX_QUEUED_BYTES
+    ) -> None:
         self.directory = Path(directory)
         self.lock_timeout = lock_timeout
-        self._lock = threading.Lock()
+        self.queued_bytes = queued_bytes
+        self._lock = threading.RLock()
         self._mirrors: dict[str, _Mirror] = {}
         self._subscribers: dict[str | None, set[Subscription]] = collections.defaultdict(set)
         self._version = 0
         self._stop = threading.Event()
-        self._ready = threading.Event()
-        self._unseen: set[str] = set()
         self._last_problem = ""
         self._thread = threading.Thread(target=self._run, name="jsonl-session-serve-watch", daemon=True)
 
     def start(self) -> None:
-        """Start following the folder (the first changes replay every session)."""
-        try:  # pages wait for the sessions present now (with items) to be replayed
-            self._unseen = {info.session_id for info in SessionDirectory(self.directory).list() if info.items}
-        except (OSError, ValueError):
-            self._unseen = set()
-        if not self._unseen:
-            self._ready.set()
+        """Start following the folder."""
         self._thread.start()
 
     def close(self) -> None:
@@ -178,174 +247,225 @@ class Hub:
             for subscribers in self._subscribers.values():
                 for subscriber in subscribers:
                     subscriber.stop()
+            for mirror in self._mirrors.values():
+                mirror.watch.close()
+            self._mirrors.clear()
 
-    def problem(self, session_id: str) -> str:
-        """Why the watch cannot read this session now (a malformed line...), or empty."""
-        with self._lock:
-            mirror = self._mirrors.get(session_id)
-            return mirror.problem if mirror is not None else ""
+    def page(self, session_id: str) -> tuple[int, Sequence[bytes], str] | None:
+        """``(version, views, problem)`` of a session (views: escaped JSON objects), or None if there is none.
 
-    def page(self, session_id: str) -> tuple[int, bytes] | None:
-        """``(version, items as an escaped JSON array)`` of a session, or None if there is no such session.
-
-        A session file the watch has not delivered yet (an empty one, or one not replayed yet
-        just after start) is version 0 with no items: its items then come as events.
+        The session is read now if no page shows it yet, and kept for the page's events
+        (:data:`LINGER_SECONDS` at least).
         """
-        self._ready.wait(READY_TIMEOUT)
         with self._lock:
-            mirror = self._mirrors.get(session_id)
-            if mirror is not None:
-                return mirror.version, b"[" + b",".join(mirror.views) + b"]"
-        # Outside the lock (a file-system call). Version 0 stays right meanwhile: the first
-        # change to this session gets a new version, and the page then receives it.
-        if not SessionDirectory(self.directory).exists(session_id):
-            return None
-        with self._lock:
-            mirror = self._mirrors.get(session_id)
-            if mirror is not None:
-                return mirror.version, b"[" + b",".join(mirror.views) + b"]"
-            return 0, b"[]"
+            mirror = self._mirror(session_id)
+            if mirror is None:
+                return None
+            problem = f"{session_id}: {mirror.problem}" if mirror.problem else ""
+            return mirror.version, tuple(mirror.views), problem
 
-    def subscribe(self, session_id: str | None, since: int | None) -> Subscription:
-        """Follow one session from version ``since`` (a ``reset`` first if not current), or the index."""
-        subscriber = Subscription(self, session_id)
+    def subscribe(self, session_id: str | None, since: int | None) -> Subscription | None:
+        """Follow one session from version ``since`` (a ``reset`` first if not current), or the index.
+
+        None if there is no such session.
+        """
+        subscriber = Subscription(self, session_id, self.queued_bytes)
         with self._lock:
             if session_id is not None:
-                mirror = self._mirrors.get(session_id)
-                if since is None or since != (mirror.version if mirror else 0):
-                    subscriber.restart(self._reset(session_id))
+                mirror = self._mirror(session_id)
+                if mirror is None:
+                    return None
+                if since != mirror.version:
+                    subscriber.fall_behind()
             self._subscribers[session_id].add(subscriber)
         return subscriber
 
+    def sweep(self) -> None:
+        """Drop the mirrors no page has followed for :data:`LINGER_SECONDS` (the server calls this often)."""
+        now = time.monotonic()
+        with self._lock:
+            for session_id, mirror in list(self._mirrors.items()):
+                if not self._subscribers.get(session_id) and now - mirror.used > LINGER_SECONDS:
+                    mirror.watch.close()
+                    del self._mirrors[session_id]
+
+    def subscribers(self, session_id: str | None) -> int:
+        """How many pages follow this session (None: the index) now (tests, benchmarks)."""
+        with self._lock:
+            return len(self._subscribers.get(session_id, ()))
+
+    def mirrored(self) -> list[str]:
+        """The sessions rendered in memory now (tests, benchmarks)."""
+        with self._lock:
+            return sorted(self._mirrors)
+
     # -- inside -----------------------------------------------------------------------------
+
+    def _mirror(self, session_id: str) -> _Mirror | None:
+        """The session's mirror, made now (its first look: the file read) if needed. Under the lock."""
+        mirror = self._mirrors.get(session_id)
+        if mirror is None:
+            if not SessionDirectory(self.directory).exists(session_id):
+                return None
+            watch = watch_session_sync(_Watched(self.directory, session_id, self.lock_timeout), start="all")
+            mirror = self._mirrors[session_id] = _Mirror(watch)
+            self._version += 1
+            mirror.version = self._version
+            self._refresh(session_id, mirror, send=False)
+            if session_id not in self._mirrors:  # a symlink after all: not a session
+                return None
+        mirror.used = time.monotonic()
+        return mirror
 
     def _run(self) -> None:
         failures = 0
         while not self._stop.is_set():
             try:
                 with watch_directory_sync(
-                    self.directory, start="all", stop_event=self._stop, lock_timeout=self.lock_timeout
+                    self.directory, start="now", stop_event=self._stop, lock_timeout=self.lock_timeout
                 ) as changes:
+                    if failures:  # what changed while the watch was down
+                        self._refresh_all()
                     for change in changes:
                         self._apply(change)
                         failures = 0
                         self._last_problem = ""
                 return
             except Exception as exc:  # noqa: BLE001  (a bad file, a lock held too long: report, go on)
-                self._ready.set()  # pages show what there is rather than wait
                 message = str(exc) or type(exc).__name__
                 print(f"jsonl-session serve: warning: watch stopped ({message}); restarting", file=sys.stderr)
                 self._broadcast_problem(message)
                 self._stop.wait(RESTART_DELAYS[min(failures, len(RESTART_DELAYS) - 1)])
                 failures += 1
-                self._forget_all()
 
     def _apply(self, change: Change) -> None:
-        lenient = self._read_leniently(change) if change.kind == "failed" else None
+        """A change the folder watch saw: a note for the index; the mirror (if any) looks for itself."""
         with self._lock:
-            mirror = self._mirrors.setdefault(change.session_id, _Mirror())
-            if self._unseen:
-                self._unseen.discard(change.session_id)
-                if not self._unseen:
-                    self._ready.set()
-            self._version += 1
-            mirror.version = version = self._version
-            payload: dict[str, Any] = {"kind": change.kind, "version": version, "count": change.count}
-            mirror.problem = ""
-            items = b""
+            if self._subscribers.get(None):
+                self._version += 1
+                payload: dict[str, Any] = {
+                    "kind": change.kind,
+                    "version": self._version,
+                    "count": change.count,
+                    "session": change.session_id,
+                }
+                if change.kind == "failed":
+                    payload["kind"] = "problem"
+                    payload["message"] = f"{change.session_id}: {change.error}"
+                note = Event(self._version, script_json(orjson.dumps(payload)))
+                for subscriber in self._subscribers[None]:
+                    subscriber.put(note)
+            mirror = self._mirrors.get(change.session_id)
+            if mirror is not None:
+                self._refresh(change.session_id, mirror)
+
+    def _refresh_all(self) -> None:
+        with self._lock:
+            for session_id, mirror in list(self._mirrors.items()):
+                self._refresh(session_id, mirror)
+
+    def _refresh(self, session_id: str, mirror: _Mirror, *, send: bool = True) -> None:
+        """Bring the mirror up to date with the file, and queue each change for its pages. Under the lock."""
+        try:
+            changes = mirror.watch.catch_up()
+        except UnsafePathError:  # a symlink or FIFO in the session's place: not a session
+            mirror.watch.close()
+            self._mirrors.pop(session_id, None)
+            return
+        except LockTimeout as error:  # its lock held too long: keep the items, say why
+            mirror.problem = str(error)
+            self._send(
+                session_id, mirror, {"kind": "problem", "message": f"{session_id}: {error}"}, send=send
+            )
+            return
+        except (JSONLSessionError, OSError) as error:  # a malformed line...: show what the file holds
+            mirror.watch.close()
+            mirror.watch = watch_session_sync(
+                _Watched(self.directory, session_id, self.lock_timeout), start="all"
+            )
+            mirror.fresh = True
+            mirror.problem = str(error)
+            mirror.builder.reset()
+            mirror.views = self._read_leniently(session_id)
+            payload = {"kind": "problem", "message": f"{session_id}: {error}", "count": len(mirror.views)}
+            self._send(session_id, mirror, payload, mirror.views, send=send)
+            return
+        if mirror.fresh:  # the first look: every item, as one "appended" (or nothing)
+            mirror.fresh = False
+            mirror.builder.reset()
+            items = [item for change in changes if change.kind == "appended" for item in change.items]
+            if not send:  # a new mirror: no page has anything yet
+                mirror.views = self._render(mirror, items)
+                return
+            changes = [Change("replaced", session_id, items, len(items))]  # after a failure
+        mirror.problem = ""
+        for change in changes:
+            views: Sequence[bytes] = ()
             if change.kind == "appended":
-                items = self._render(mirror, change.items)
+                views = self._render(mirror, change.items, start=len(mirror.views))
+                mirror.views.extend(views)
             elif change.kind == "removed":
                 del mirror.views[max(0, len(mirror.views) - change.count) :]
-            elif change.kind in ("cleared", "replaced", "deleted"):
-                mirror.views.clear()
+            else:  # "cleared", "replaced", "deleted"
                 mirror.builder.reset()
-                items = self._render(mirror, change.items)
-                if change.kind == "deleted":
-                    del self._mirrors[change.session_id]
-            else:  # "failed" (the session cannot be read now), or a kind this viewer does not know
-                error = getattr(change, "error", None) or f"unknown change {change.kind!r}"
-                mirror.problem = str(error)
-                payload = {
-                    "kind": "problem",
-                    "version": version,
-                    "message": f"{change.session_id}: {error}",
-                }
-                if lenient is not None:  # what the file holds now, bad lines flagged
-                    mirror.views[:] = [script_json(encode_view(view)) for view in lenient]
-                    mirror.builder.reset()
-                    payload["count"] = len(mirror.views)
-                    items = b",".join(mirror.views)
-            self._send(change.session_id, payload, items)
+                mirror.views = self._render(mirror, change.items)
+                views = tuple(mirror.views)
+            self._send(session_id, mirror, {"kind": change.kind, "count": change.count}, views, send=send)
 
-    def _read_leniently(self, change: Change) -> list[ItemView] | None:
-        """The views of a session the watch failed to read, as ``show --html`` reads it; None if it cannot.
+    def _render(self, mirror: _Mirror, items: list[Any], *, start: int = 0) -> list[bytes]:
+        builder = mirror.builder
+        return [script_json(encode_view(builder.view(item, start + n))) for n, item in enumerate(items, 1)]
 
-        Outside the hub's lock (a file read). A session whose lock is held too long is not
-        tried again here: its pages keep the items they have.
-        """
-        if isinstance(change.error, LockTimeout):
-            return None
+    def _read_leniently(self, session_id: str) -> list[bytes]:
+        """The views of a session the follower failed to read, as ``show --html`` reads it (or none)."""
         try:
             data = read_file(
-                self.directory / filename_for(change.session_id),
+                self.directory / filename_for(session_id),
                 lock_timeout=min(self.lock_timeout, LENIENT_READ_TIMEOUT),
             )
         except (OSError, ValueError, JSONLSessionError):
-            return None
-        return views_of_lines(data)
+            return []
+        return [script_json(encode_view(view)) for view in views_of_lines(data)]
 
-    def _render(self, mirror: _Mirror, items: list[Any]) -> bytes:
-        start = len(mirror.views)
-        views = [
-            script_json(encode_view(mirror.builder.view(item, start + offset)))
-            for offset, item in enumerate(items, 1)
-        ]
-        mirror.views.extend(views)
-        return b",".join(views)
-
-    def _send(self, session_id: str, payload: dict[str, Any], items: bytes) -> None:
-        """Queue one change for the session's pages (with its items) and the index (without)."""
-        data = script_json(orjson.dumps(payload))
-        event = Event(payload["version"], data[:-1] + b',"items":[' + items + b"]}")
+    def _send(
+        self,
+        session_id: str,
+        mirror: _Mirror,
+        payload: dict[str, Any],
+        views: Sequence[bytes] = (),
+        *,
+        send: bool = True,
+    ) -> None:
+        """Give the mirror its next version and queue the change for the session's pages."""
+        self._version += 1
+        mirror.version = self._version
+        if not send:
+            return
+        payload["version"] = self._version
+        head = script_json(orjson.dumps(payload))[:-1] + b',"items":['
+        event = Event(self._version, head, tuple(views), b"]}")
         for subscriber in self._subscribers.get(session_id, ()):
             subscriber.put(event)
-        if self._subscribers.get(None):
-            note = Event(payload["version"], script_json(orjson.dumps({**payload, "session": session_id})))
-            for subscriber in self._subscribers[None]:
-                subscriber.put(note)
-
-    def _reset(self, session_id: str) -> Event:
-        mirror = self._mirrors.get(session_id) or _Mirror()
-        problem = script_json(orjson.dumps(f"{session_id}: {mirror.problem}" if mirror.problem else ""))
-        payload = b'{"kind":"reset","version":%d,"count":%d,"problem":%s,"items":[' % (
-            mirror.version,
-            len(mirror.views),
-            problem,
-        )
-        return Event(mirror.version, payload + b",".join(mirror.views) + b"]}")
 
     def _catch_up(self, subscriber: Subscription) -> Event:
-        """A reset for a subscriber that fell behind, taken with the queue cleared, under the lock."""
+        """A reset for a subscriber that fell behind, made from the mirror now, under the lock."""
         with self._lock:
-            event = (
-                self._reset(subscriber.session_id)
-                if subscriber.session_id is not None
-                else Event(self._version, b'{"kind":"reset","version":%d}' % self._version)
-            )
+            session_id = subscriber.session_id
+            mirror = self._mirrors.get(session_id) if session_id is not None else None
+            if mirror is None:  # the index (or a session forgotten meanwhile: nothing to show)
+                event = Event(self._version, b'{"kind":"reset","version":%d' % self._version, (), b"}")
+            else:
+                problem = f"{session_id}: {mirror.problem}" if mirror.problem else ""
+                head = b'{"kind":"reset","version":%d,"count":%d,"problem":%s,"items":[' % (
+                    mirror.version,
+                    len(mirror.views),
+                    script_json(orjson.dumps(problem)),
+                )
+                event = Event(mirror.version, head, tuple(mirror.views), b"]}")
             subscriber.restart(event)
         got = subscriber.get(0)
         assert got is not None
         return got
-
-    def _forget_all(self) -> None:
-        """After a watch error: every session starts again from nothing (the new watch replays them)."""
-        with self._lock:
-            self._mirrors.clear()
-            for session_id, subscribers in self._subscribers.items():
-                if session_id is not None:
-                    for subscriber in subscribers:
-                        subscriber.restart(self._reset(session_id))
 
     def _broadcast_problem(self, message: str) -> None:
         with self._lock:
@@ -367,3 +487,15 @@ class Hub:
                 subscribers.discard(subscriber)
                 if not subscribers:
                     del self._subscribers[subscriber.session_id]
+            mirror = self._mirrors.get(subscriber.session_id) if subscriber.session_id is not None else None
+            if mirror is not None:
+                mirror.used = time.monotonic()  # kept LINGER_SECONDS more (a reload)
+
+
+@dataclass(frozen=True)
+class _Watched:
+    """What a session watch needs of a session (``watch.WatchedSession``), without opening one."""
+
+    directory: Path
+    session_id: str
+    lock_timeout: float

@@ -1,8 +1,11 @@
 """``jsonl-session serve``: a local, read-only web viewer of a folder of sessions, live.
 
-The standard library's ``ThreadingHTTPServer`` is enough: one thread per open connection, a
-handful of routes, no files served from disk. Pages are the self-contained transcript of
-``show --html`` plus server-sent events (``EventSource``) from one shared folder watch
+The standard library's ``ThreadingHTTPServer``, hardened, rather than an ASGI server: one
+thread per open connection, a handful of routes, no files served from disk, and the limits
+below take a few dozen lines here, while uvicorn would still need most of them (it has no
+deadline for a request's head) plus Starlette and a rewrite (docs/viewer.md, "Why the
+standard library's server"). Pages are the self-contained transcript of ``show --html``
+plus server-sent events (``EventSource``) from one shared folder watch
 (:mod:`jsonl_session.serve.hub`), so every open page follows its session within a few
 milliseconds and the index follows the folder.
 
@@ -14,12 +17,22 @@ Routes (GET and HEAD only; anything else is 405):
 * ``/events`` and ``/events?id=ID``: server-sent events for the index, or one session
   (which must exist when the stream opens; it may then be deleted and re-created).
 
-Safety: no route takes a path. A session is looked up by id among the sessions the folder
-watch has seen (regular files directly in the folder; a symlink is not a session), so ``..``,
-``%2e%2e``, absolute paths and links out of the folder all end in 404. The server binds to
-127.0.0.1 unless ``--host`` says otherwise, and then only answers requests addressed to
-``127.0.0.1``, ``localhost`` or ``[::1]`` (a web page elsewhere cannot read sessions through
-DNS rebinding). Every page carries a Content-Security-Policy that allows only its own script.
+Bounded (:class:`Limits`; issue 24): at most ``connections`` connections at once (the next
+one gets a 503 at once, without a thread); a request's line and headers must arrive within
+``head_seconds`` of the connection (a half-sent request held a thread and a descriptor
+forever); a client that takes no byte for ``write_seconds`` is dropped (an ``EventSource``
+reconnects by itself, and gets a ``reset``); pages and events are written a piece at a time
+from the hub's views, never copied whole per client.
+
+Safety: no route takes a path. A session is looked up by id among the regular files
+directly in the folder (a symlink is not a session), so ``..``, ``%2e%2e``, absolute paths
+and links out of the folder all end in 404. The server binds to 127.0.0.1 unless ``--host``
+says otherwise; any other address than a loopback one needs ``--allow-remote`` and prints a
+warning. Whatever the address, it answers only requests whose ``Host`` names this machine:
+``localhost``, an address in 127.0.0.0/8, ``[::1]``, or exactly the address it was bound to
+(a web page elsewhere cannot read sessions through DNS rebinding). Every response carries a
+Content-Security-Policy with ``frame-ancestors 'none'`` (no page can be framed); pages'
+policy allows only their own script.
 
 Ctrl-C (SIGINT) or SIGTERM stops it: open event streams are ended, the watch stops, and the
 command exits with status 0 (a server stopped on purpose is not an error), without a traceback.
@@ -31,10 +44,13 @@ Example:
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 import socket
 import sys
 import threading
+import time
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,34 +62,125 @@ import orjson
 
 from ..core.errors import JSONLSessionError
 from ..core.names import filename_for
-from ..render.html import Live, content_security_policy, index_page, transcript_page
+from ..render.html import Live, content_security_policy, index_page, transcript_parts
 from ..session.folder import SessionDirectory, SessionInfo
-from .hub import Hub
+from .hub import MAX_QUEUED_BYTES, Hub
 
 KEEP_ALIVE_SECONDS = 10.0
 """How often an idle event stream sends a comment (a closed tab is noticed on the next write)."""
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+NO_FRAMES = "frame-ancestors 'none'"
+"""In every response's policy: no page of the viewer can be framed (clickjacking)."""
+_BUSY = (
+    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: 41\r\n\r\n"
+    b"too many connections to this viewer: wait\n"
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one ``serve`` holds at most, whatever its clients do.
+
+    Attributes:
+        connections: Open connections at once (each is a thread); the next gets a 503.
+        head_seconds: From the connection to the end of the request's headers.
+        write_seconds: A client that takes no byte for this long is dropped.
+        queued_bytes: Events a page may fall behind before it gets one ``reset`` instead.
+    """
+
+    connections: int = 64
+    head_seconds: float = 10.0
+    write_seconds: float = 30.0
+    queued_bytes: int = MAX_QUEUED_BYTES
+
+
+class AddressRefused(ValueError):
+    """``--host``/``--port`` that ``serve`` will not listen on (a usage error: exit 2)."""
 
 
 class ViewerServer(ThreadingHTTPServer):
-    """The HTTP server: the hub, the folder, and which ``Host`` headers it answers."""
+    """The HTTP server: the hub, which ``Host`` headers it answers, and its limits."""
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 64
 
-    def __init__(self, address: tuple[str, int], hub: Hub, *, local_only: bool) -> None:
+    def __init__(self, address: tuple[str, int], hub: Hub, *, limits: Limits | None = None) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
+        self.limits = limits or Limits()
         super().__init__(address, Handler)
         self.hub = hub
-        self.local_only = local_only
+        self.hosts = local_names(str(self.server_address[0]), address[0])
+        self._slots = threading.BoundedSemaphore(self.limits.connections)
+        self._heads: dict[socket.socket, float] = {}  # connection -> when its headers are due
+        self._heads_lock = threading.Lock()
+
+    # -- the connection cap ------------------------------------------------------------------
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):  # full: say so now, from this thread
+            try:
+                request.setblocking(False)
+                request.send(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        self.expect_head(request)
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.head_done(request)
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.head_done(request)
+            self._slots.release()
+
+    # -- the deadline for a request's head ---------------------------------------------------
+
+    def expect_head(self, request: socket.socket) -> None:
+        with self._heads_lock:
+            self._heads[request] = time.monotonic() + self.limits.head_seconds
+
+    def head_done(self, request: socket.socket) -> None:
+        with self._heads_lock:
+            self._heads.pop(request, None)
+
+    def service_actions(self) -> None:
+        """Every loop of ``serve_forever``: end overdue half-sent requests, drop unused mirrors."""
+        now = time.monotonic()
+        with self._heads_lock:
+            late = [request for request, due in self._heads.items() if due <= now]
+            for request in late:
+                del self._heads[request]
+        for request in late:
+            try:  # its thread's read returns at once, and the connection closes
+                request.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.hub.sweep()
 
 
 class Handler(BaseHTTPRequestHandler):
-    """One request. Only reads; every response is built in memory from the hub or the folder listing."""
+    """One request. Only reads; pages and events are written in pieces from the hub or the folder listing."""
 
     server: ViewerServer
     server_version = "jsonl-session"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.limits.write_seconds)  # each read and write
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.server.head_done(self.connection)  # the headers are in (or the request was refused)
+        return parsed
 
     def do_GET(self) -> None:
         self._route()
@@ -91,11 +198,18 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: a viewer's access log is noise in the terminal that started it."""
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard error page (a bad request line...), with this viewer's headers."""
+        try:
+            self._send(HTTPStatus(code), f"{message or HTTPStatus(code).phrase}\n".encode(), "text/plain")
+        except OSError:
+            pass
+
     def _route(self, *, body: bool = True) -> None:
-        if self.server.local_only and not _is_local(self.headers.get("Host", "")):
+        if not _is_local(self.headers.get("Host", ""), self.server.hosts):
             self._send(
                 HTTPStatus.FORBIDDEN,
-                b"this viewer only answers requests for 127.0.0.1 or localhost\n",
+                b"this viewer only answers requests for localhost or the address it listens on\n",
                 "text/plain",
                 body=body,
             )
@@ -110,12 +224,12 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.OK, orjson.dumps(self._sessions()), "application/json", body=body)
             elif url.path == "/session" and session_id is not None and _valid(session_id):
                 self._session(session_id, body=body)
-            elif url.path == "/events" and (session_id is None or self._exists(session_id)):
+            elif url.path == "/events" and (session_id is None or _valid(session_id)):
                 self._events(session_id, body=body)
             else:
                 self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain", body=body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the browser went away
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            self.close_connection = True  # the browser went away, or stopped reading
         except (JSONLSessionError, OSError) as exc:
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR, f"{exc}\n".encode(), "text/plain", body=body)
 
@@ -128,37 +242,38 @@ class Handler(BaseHTTPRequestHandler):
         infos = SessionDirectory(self.server.hub.directory, lock_timeout=self.server.hub.lock_timeout).list()
         return [_row(info) for info in infos]
 
-    def _exists(self, session_id: str) -> bool:
-        return _valid(session_id) and self.server.hub.page(session_id) is not None
-
     def _session(self, session_id: str, *, body: bool) -> None:
         page = self.server.hub.page(session_id)
         if page is None:
             self._send(HTTPStatus.NOT_FOUND, b"no such session in this folder\n", "text/plain", body=body)
             return
-        version, items = page
+        version, views, problem = page
         path = self.server.hub.directory / filename_for(session_id)
-        problem = self.server.hub.problem(session_id)
         live = Live(
-            events=f"events?id={quote(session_id, safe='')}&v={version}",
-            version=version,
-            problem=f"{session_id}: {problem}" if problem else "",
+            events=f"events?id={quote(session_id, safe='')}&v={version}", version=version, problem=problem
         )
-        html = transcript_page(session_id, items, meta=str(path), live=live)
-        self._send(HTTPStatus.OK, html, "text/html", script="transcript.js", body=body)
+        self._start(HTTPStatus.OK, "text/html", script="transcript.js")  # no length: the end is the close
+        self.end_headers()
+        if body:
+            for piece in transcript_parts(session_id, views, meta=str(path), live=live):
+                self.wfile.write(piece)
 
     def _events(self, session_id: str | None, *, body: bool) -> None:
         # A reconnecting EventSource says which version it has; a new page, in its URL.
         since = _int(self.headers.get("Last-Event-ID"))
         if since is None:
             since = _int(parse_qs(urlsplit(self.path).query).get("v", [""])[0])
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
         if not body:
+            found = session_id is None or SessionDirectory(self.server.hub.directory).exists(session_id)
+            self._send(HTTPStatus.OK if found else HTTPStatus.NOT_FOUND, b"", "text/event-stream", body=False)
             return
-        with self.server.hub.subscribe(session_id, since) as events:
+        subscription = self.server.hub.subscribe(session_id, since)
+        if subscription is None:
+            self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+            return
+        self._start(HTTPStatus.OK, "text/event-stream")
+        self.end_headers()
+        with subscription as events:
             self.wfile.write(b"retry: 500\n\n")
             while True:
                 try:
@@ -167,8 +282,21 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 if event is None:
                     self.wfile.write(b": keep-alive\n\n")
-                else:
-                    self.wfile.write(b"id: %d\nevent: change\ndata: %s\n\n" % (event.version, event.data))
+                    continue
+                self.wfile.write(b"id: %d\nevent: change\ndata: " % event.version)
+                for piece in event.pieces():
+                    self.wfile.write(piece)
+                self.wfile.write(b"\n\n")
+
+    def _start(self, status: HTTPStatus, content_type: str, *, script: str | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", f"{content_type}; charset=utf-8")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Referrer-Policy", "no-referrer")
+        policy = content_security_policy(script, True) if script is not None else "default-src 'none'"
+        self.send_header("Content-Security-Policy", f"{policy}; {NO_FRAMES}")
 
     def _send(
         self,
@@ -180,14 +308,8 @@ class Handler(BaseHTTPRequestHandler):
         allow: str | None = None,
         body: bool = True,
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", f"{content_type}; charset=utf-8")
+        self._start(status, content_type, script=script)
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
-        if script is not None:
-            self.send_header("Content-Security-Policy", content_security_policy(script, True))
         if allow is not None:
             self.send_header("Allow", allow)
         self.end_headers()
@@ -195,20 +317,72 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
 
+def check_address(host: str, port: str | int, *, allow_remote: bool = False) -> tuple[int, str]:
+    """``(port, warning)`` for ``--host``/``--port``; :class:`AddressRefused` if they are not usable.
+
+    A port is 0 (any free one) to 65535. A host that is not a loopback address (or a name
+    whose every address is) needs ``allow_remote``, and then comes with a warning to print.
+
+    Example:
+        >>> check_address("127.0.0.1", "8765")
+        (8765, '')
+        >>> check_address("0.0.0.0", 8765)
+        Traceback (most recent call last):
+        ...
+        jsonl_session.serve.server.AddressRefused: --host 0.0.0.0 is not a loopback address: ...
+    """
+    try:
+        number = int(str(port), 10)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise AddressRefused(f"--port must be a number from 0 (any free port) to 65535, not {port!r}")
+    if not host or any(character.isspace() for character in host):
+        raise AddressRefused(f"--host must be an address or a name, not {host!r}")
+    try:
+        found = {str(info[4][0]) for info in socket.getaddrinfo(host, number, type=socket.SOCK_STREAM)}
+    except (OSError, UnicodeError) as exc:
+        raise AddressRefused(f"--host {host}: not an address of this machine ({exc})") from None
+    if all(_loopback(address) for address in found):
+        return number, ""
+    if not allow_remote:
+        raise AddressRefused(
+            f"--host {host} is not a loopback address: other machines could read every session "
+            "in this folder; add --allow-remote if that is what you want"
+        )
+    return number, (
+        f"warning: listening on {host}, not only on this machine: anyone who can reach it can read "
+        "every session in this folder (no password, no TLS)"
+    )
+
+
 def serve(
-    directory: str | Path, *, host: str = "127.0.0.1", port: int = 8765, lock_timeout: float = 10.0
+    directory: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int | str = 8765,
+    lock_timeout: float = 10.0,
+    allow_remote: bool = False,
+    limits: Limits | None = None,
 ) -> int:
     """Serve ``directory`` until Ctrl-C or SIGTERM; print the URL on stdout first. Returns 0.
+
+    Raises :class:`AddressRefused` for a port out of range, or a host other than a loopback
+    one without ``allow_remote``.
 
     Example:
         >>> serve("sessions", port=0)                          # doctest: +SKIP
         http://127.0.0.1:40123/
     """
-    hub = Hub(directory, lock_timeout=lock_timeout)
+    number, warning = check_address(host, port, allow_remote=allow_remote)
+    limits = limits or Limits()
+    hub = Hub(directory, lock_timeout=lock_timeout, queued_bytes=limits.queued_bytes)
     try:
-        server = ViewerServer((host, port), hub, local_only=host in LOCAL_HOSTS)
+        server = ViewerServer((host, number), hub, limits=limits)
     except OSError as exc:
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise OSError(f"cannot listen on {host}:{number}: {exc.strerror or exc}") from None
+    if warning:
+        print(f"jsonl-session serve: {warning}", file=sys.stderr, flush=True)
     previous = (
         signal.signal(signal.SIGTERM, _interrupt)
         if threading.current_thread() is threading.main_thread()
@@ -224,13 +398,20 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the clean-up
+        if previous is not None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the clean-up
         hub.close()
         server.server_close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     print("stopped", file=sys.stderr)
     return 0
+
+
+def local_names(bound: str, given: str) -> frozenset[str]:
+    """The ``Host`` names (lower case, no port) that are not the loopback ones but still mean us."""
+    names = {bound.lower(), given.lower().strip("[]")}
+    return frozenset(name for name in names if name and not _wildcard(name))
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -253,9 +434,27 @@ def _row(info: SessionInfo) -> dict[str, object]:
     }
 
 
-def _is_local(host_header: str) -> bool:
-    host = urlsplit(f"//{host_header}").hostname or ""
-    return host in LOCAL_HOSTS
+def _is_local(host_header: str, bound: frozenset[str]) -> bool:
+    """Does ``Host`` name this machine: ``localhost``, 127.0.0.0/8, ``[::1]``, or the bound address?"""
+    try:
+        host = (urlsplit(f"//{host_header}").hostname or "").lower()
+    except ValueError:  # a malformed [IPv6] or port
+        return False
+    return host == "localhost" or _loopback(host) or host in bound
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _wildcard(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_unspecified
+    except ValueError:
+        return False
 
 
 def _valid(session_id: str | None) -> bool:

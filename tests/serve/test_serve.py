@@ -247,3 +247,92 @@ def test_a_malformed_session_is_reported_and_the_others_stay_live(server_for: An
         assert change["kind"] == "appended" and change["items"][0]["text"] == "still live"
     finally:
         events.close()
+
+
+# -- one Host policy, whatever the address; usage errors; no framing (issue 24 point 2) -------------
+
+
+def status_for(server: Server, host: str, path: str = "/api/sessions") -> int:
+    return server.get(path, headers={"Host": host})[0]
+
+
+def test_bound_to_another_loopback_address_only_local_names_are_answered(
+    folder: Path, server_for: Any
+) -> None:
+    server: Server = server_for(folder, "--host", "127.0.0.2")
+    assert server.host == "127.0.0.2"
+    port = server.port
+    for refused in ("attacker.example", f"attacker.example:{port}", "127.0.0.2.attacker.example", "0.0.0.0"):
+        assert status_for(server, refused) == 403, refused
+    for local in (
+        f"127.0.0.2:{port}",
+        f"localhost:{port}",
+        f"LOCALHOST:{port}",
+        f"127.0.0.1:{port}",
+        "[::1]",
+    ):
+        assert status_for(server, local) == 200, local
+
+
+def test_a_non_loopback_address_needs_allow_remote_and_warns(folder: Path, server_for: Any) -> None:
+    refused = run(folder, "serve", "--host", "0.0.0.0", "--port", "0")
+    assert refused.code == 2 and refused.out == ""
+    assert refused.err.startswith("jsonl-session: error: --host 0.0.0.0 is not a loopback address: ")
+    assert "--allow-remote" in refused.err and refused.err.count("\n") == 1
+
+    server: Server = server_for(folder, "--host", "0.0.0.0", "--allow-remote")
+    port = server.port
+    assert status_for(server, f"attacker.example:{port}") == 403  # DNS rebinding: still refused
+    assert status_for(server, f"0.0.0.0:{port}") == 403  # the wildcard is no name of this machine
+    assert status_for(server, f"127.0.0.1:{port}") == 200
+    code, stderr = server.stop()
+    assert code == 0
+    assert stderr.startswith("jsonl-session serve: warning: listening on 0.0.0.0, not only on this machine")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--port", "99999"],
+        ["--port", "65536"],
+        ["--port", "-1"],
+        ["--port", "http"],
+        ["--port", "8765.0"],
+        ["--host", ""],
+        ["--host", "local host"],
+        ["--host", "::"],
+    ],
+)
+def test_a_bad_port_or_host_is_a_one_line_usage_error(folder: Path, args: list[str]) -> None:
+    result = run(folder, "serve", *args)
+    assert (result.code, result.out) == (2, "")
+    assert result.err.startswith("jsonl-session: error: --") and result.err.count("\n") == 1, result.err
+    assert "Traceback" not in result.err and "internal error" not in result.err
+
+
+def test_no_response_can_be_framed(server: Server) -> None:
+    import http.client
+
+    cases = [
+        ("GET", "/", None),
+        ("GET", "/session?id=chat", None),
+        ("GET", "/api/sessions", None),
+        ("HEAD", "/events?id=chat", None),
+        ("GET", "/nope", None),
+        ("GET", "/session?id=nope", None),
+        ("POST", "/", None),
+        ("GET", "/", "attacker.example"),
+    ]
+    for method, path, host in cases:
+        connection = http.client.HTTPConnection(server.host, server.port, timeout=30)
+        try:
+            connection.putrequest(method, path, skip_host=True)
+            connection.putheader("Host", host or f"{server.host}:{server.port}")
+            connection.endheaders()
+            response = connection.getresponse()
+            response.read()
+            policy = response.getheader("Content-Security-Policy") or ""
+            assert "frame-ancestors 'none'" in policy, (method, path, response.status, policy)
+            assert response.getheader("X-Frame-Options") == "DENY"
+        finally:
+            connection.close()
