@@ -17,6 +17,8 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-
 if TYPE_CHECKING:  # `ls` imports this module for its marks: turns and usage wait for their commands
     from typing import Any
 
+    from ..history.turn_growth import Growth as TurnsGrowth
+    from ..history.turn_growth import TurnGrowth
     from ..session.folder import SessionInfo
 
 TREE_TEXT = 50
@@ -42,9 +44,14 @@ def cmd_rewind(args: argparse.Namespace) -> int:
 
 
 def show_turns(args: argparse.Namespace, session: Any) -> int:
-    """One line per turn: number, item range, when it ran and what it cost (if recorded), the question."""
+    """One line per turn: number, item range, when it ran and what it cost (if recorded), its bytes,
+    the context so far, its largest tool output, the question; exit 1 if it outgrew ``--context-window``."""
+    from ..history.turn_growth import read_growth
+
     turns = session.turns()
     usage = {entry["user_turn_number"]: entry for entry in session.get_turn_usage_sync()}
+    growth = read_growth(session.path, lock_timeout=session.lock_timeout)
+    grown = {turn.index: turn for turn in growth.turns}
     if args.n is not None:
         turns = turns[-args.n :] if args.n else []
     for turn in turns:
@@ -59,16 +66,81 @@ def show_turns(args: argparse.Namespace, session: Any) -> int:
                     "text": turn.text,
                     "at": entry.get("at"),
                     "total_tokens": entry.get("total_tokens"),
+                    **_growth_fields(grown.get(turn.index)),
                 }
             )
             continue
         when = entry.get("at", "").replace("T", " ").rstrip("Z")
         tokens = f"{entry['total_tokens']} tok" if entry else ""
         span = f"{turn.start + 1}-{turn.end}"
-        print(f"{turn.index:>4}  items {span:<9} {when:<19}  {tokens:>10}  {printable(turn.text)}")
+        size = _growth_columns(grown[turn.index]) if turn.index in grown else ""
+        print(f"{turn.index:>4}  items {span:<9} {when:<19}  {tokens:>10}  {size}{printable(turn.text)}")
     if not turns and not args.json:
         print(f"{args.id}: no turns (no user messages)", file=sys.stderr)
-    return 0
+    return 1 if _outgrown(args.id, growth, args.context_window) else 0
+
+
+def print_growth(growth: dict[str, TurnsGrowth], window: int | None) -> bool:
+    """``stats --turns``: each session's turns (items, bytes, context, input tokens) and their
+    largest tool outputs; True if one outgrew ``window`` tokens (each such session is named)."""
+    from ..render.sizes import human_size
+
+    over = False
+    for session_id, session in growth.items():
+        turns = session.turns
+        size = human_size(session.total_bytes)
+        heading = f"{printable(session_id)}: {len(turns)} turn{plural(len(turns))}, {size}"
+        print(f"{heading}, context ~{session.context_tokens:,} tokens")
+        if turns:
+            columns = f"{'TURN':>4} {'ITEMS':>5} {'BYTES':>9} {'CONTEXT':>9} {'~TOKENS':>9} {'INPUT':>9}"
+            print(f"  {columns}  QUESTION")
+        for turn in turns:
+            recorded = "-" if turn.input_tokens is None else f"{turn.input_tokens:,}"
+            sizes = f"{human_size(turn.bytes):>9} {human_size(turn.context_bytes):>9}"
+            print(
+                f"  {turn.index:>4} {turn.items:>5} {sizes} {turn.context_tokens:>9,} {recorded:>9}  "
+                + printable(turn.text)
+            )
+            for output in turn.largest:
+                named = printable(output.tool or output.type)
+                print(
+                    f"  {'':>10} {human_size(output.bytes):>9}  {named} (line {output.line}, {output.type})"
+                )
+        over = _outgrown(session_id, session, window) or over
+    return over
+
+
+def _growth_columns(turn: TurnGrowth) -> str:
+    from ..render.sizes import human_size
+
+    biggest = ""
+    if turn.largest:
+        output = turn.largest[0]
+        biggest = f"{printable(output.tool or output.type)[:18]} {human_size(output.bytes)}"
+    context = f"~{turn.context_tokens:,}"
+    return f"{human_size(turn.bytes):>9}  ctx {context:>9} tok  {biggest:<28}  "
+
+
+def _growth_fields(turn: TurnGrowth | None) -> dict[str, Any]:
+    if turn is None:
+        return {}
+    fields = turn.as_dict()
+    names = ("bytes", "context_bytes", "context_tokens", "input_tokens", "requests", "largest")
+    return {name: fields[name] for name in names}
+
+
+def _outgrown(session_id: str, growth: TurnsGrowth, window: int | None) -> bool:
+    """Name the session on stderr if its context does not fit ``window`` tokens."""
+    if window is None or growth.context_tokens <= window:
+        return False
+    over = growth.first_over(window)
+    since = f" from turn {over.index}" if over is not None else ""
+    print(
+        printable(f"{session_id}: does not fit a {window:,}-token context window{since} ")
+        + f"(~{growth.context_tokens:,} tokens: bytes/4, or the recorded input per request if larger)",
+        file=sys.stderr,
+    )
+    return True
 
 
 def mark(info: SessionInfo) -> str:

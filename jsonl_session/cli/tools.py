@@ -223,6 +223,20 @@ def cmd_stats(args: argparse.Namespace) -> int:
         skipped += 1  # an unreadable or conflicted file or log: named, the rest still counted
         skip_warning(exc)
 
+    if args.turns or args.context_window is not None:  # the window is measured per turn
+        from ..tools.stats import folder_growth
+        from .history import print_growth
+
+        ids = [args.id] if args.id else None
+        growth = folder_growth(directory(args), ids, on_error=None if args.id else skip)
+        if args.json:
+            for session_id, session in growth.items():
+                print_json({"id": session_id, **session.as_dict(args.context_window)})
+            window = args.context_window
+            over = window is not None and any(session.context_tokens > window for session in growth.values())
+        else:
+            over = print_growth(growth, args.context_window)
+        return 1 if skipped or over else 0
     stats = folder_stats(directory(args), [args.id] if args.id else None, on_error=None if args.id else skip)
     if args.json:
         print_json(stats.as_dict())

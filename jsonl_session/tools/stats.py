@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import JSONLSessionError
+from ..history.turn_growth import Growth, read_growth
 from ..history.usage import COUNTERS
 from ..render.item_text import label, text_of
 from ..session.folder import SessionDirectory
@@ -120,3 +121,30 @@ def folder_stats(
             continue
         stats.add(session_id, items, usage)
     return stats
+
+
+def folder_growth(
+    folder: SessionDirectory,
+    ids: Sequence[str] | None = None,
+    *,
+    on_error: Callable[[str, Exception], None] | None = None,
+) -> dict[str, Growth]:
+    """Context growth per turn (``history.turn_growth``) of the sessions ``ids`` (all when None).
+
+    ``stats --turns`` prints it. A session that cannot be read goes to ``on_error`` as in
+    :func:`folder_stats` (without it, its error is raised).
+
+    Example:
+        >>> growth = folder_growth(SessionDirectory("sessions"), ["convo_123"])   # doctest: +SKIP
+        >>> growth["convo_123"].first_over(128_000)                             # doctest: +SKIP
+    """
+    answer: dict[str, Growth] = {}
+    for session_id in folder.ids() if ids is None else ids:
+        try:
+            path = folder.session_path(session_id)
+            answer[session_id] = read_growth(path, lock_timeout=folder.lock_timeout)
+        except (OSError, JSONLSessionError) as exc:
+            if on_error is None:
+                raise
+            on_error(session_id, exc)
+    return answer
