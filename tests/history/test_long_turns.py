@@ -1,0 +1,65 @@
+"""``turn_limit`` and ``rewind`` on turns longer than the first guess of items per turn.
+
+Both scan back from the end in growing batches (8 items per turn at first). A turn of ~20
+items, tool calls and their outputs included, must still come back whole, starting at its
+user message: ``turn_limit=1`` once returned 8 items beginning mid-turn at a
+``function_call`` (issue 29), the very cut ``turn_limit`` exists to prevent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jsonl_session import JSONLSession
+
+
+def long_turn(question: str, calls: int) -> list[dict[str, Any]]:
+    """A user message, ``calls`` function_call/function_call_output pairs, reasoning, an answer."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    for number in range(calls):
+        call_id = f"{question}-call-{number}"
+        items.append({"type": "reasoning", "id": f"rs-{call_id}", "summary": []})
+        items.append(
+            {"type": "function_call", "call_id": call_id, "name": "lookup", "arguments": f'{{"n":{number}}}'}
+        )
+        items.append({"type": "function_call_output", "call_id": call_id, "output": f"result {number}"})
+    items.append({"role": "assistant", "content": f"answer to {question}"})
+    return items
+
+
+SYSTEM = {"role": "system", "content": "be brief"}
+
+
+@pytest.mark.parametrize("calls", [6, 13, 40], ids=["20-items", "41-items", "122-items"])
+def test_turn_limit_returns_the_whole_newest_turn_from_its_user_message(
+    sessions_dir: Path, calls: int
+) -> None:
+    """Catches: ``newest_turns`` returning the batch it read when no user message is in it."""
+    first, second = long_turn("first", 2), long_turn("second", calls)
+    JSONLSession("s", sessions_dir).add_items_sync([SYSTEM, *first, *second])
+    session = JSONLSession("s", sessions_dir, turn_limit=1)
+    assert session.get_items_sync() == second
+    assert asyncio.run(session.get_items()) == second
+    assert session.get_items_sync()[0] == {"role": "user", "content": "second"}
+    session.turn_limit = 2
+    assert session.get_items_sync() == [*first, *second]
+    session.turn_limit = 3  # more turns than the file holds: everything, the system prompt included
+    assert session.get_items_sync() == [SYSTEM, *first, *second]
+
+
+@pytest.mark.parametrize("calls", [6, 40], ids=["20-items", "122-items"])
+def test_rewind_removes_a_whole_long_turn_and_nothing_before_it(sessions_dir: Path, calls: int) -> None:
+    first, second = long_turn("first", 2), long_turn("second", calls)
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync([SYSTEM, *first, *second])
+    assert session.rewind_sync(1) == second
+    assert session.get_items_sync() == [SYSTEM, *first]
+    session.add_items_sync(second)
+    assert asyncio.run(session.rewind(1)) == second
+    assert session.get_items_sync() == [SYSTEM, *first]
+    assert session.rewind_sync(1) == first  # never the items before the first user message
+    assert session.get_items_sync() == [SYSTEM]
