@@ -27,8 +27,13 @@ TREE_TEXT = 50
 def cmd_rewind(args: argparse.Namespace) -> int:
     """Remove whole turns from the end, under the lock, and print what went."""
     session = existing(args, args.id)
+    from ..history.turns import TooFewTurnsError
+
     had_run = session.paused_run() is not None
-    removed = session.rewind_sync(args.turns)
+    try:
+        removed = session.rewind_sync(args.turns)
+    except TooFewTurnsError as exc:
+        raise Failure(f"{args.id}: {exc.reason}") from None
     if not removed:
         raise Failure(f"{args.id}: no turns to rewind")
     print_items(args, removed)
@@ -186,7 +191,9 @@ def print_usage(per_session: dict[str, dict[str, int]], overall: dict[str, int])
         return
     width = max(5, *(len(printable(session_id)) for session_id in per_session))
     print(
-        f"tokens:\n  {'ID':<{width}} {'RUNS':>5} {'REQS':>5} {'INPUT':>9} {'CACHED':>9} {'OUTPUT':>9} "
+        # The log is a ledger: clear and rewind leave it, so say whose tokens these are.
+        "tokens: every recorded run, cleared or rewound turns included\n"
+        f"  {'ID':<{width}} {'RUNS':>5} {'REQS':>5} {'INPUT':>9} {'CACHED':>9} {'OUTPUT':>9} "
         f"{'REASON':>9} {'TOTAL':>9}"
     )
     for session_id, totals in sorted(per_session.items()):

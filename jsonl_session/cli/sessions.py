@@ -192,8 +192,13 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
+    from ..history.turns import TooFewTurnsError
+
     existing(args, args.source)
-    target = directory(args).fork(args.source, args.target, at=args.at, at_turn=args.at_turn)
+    try:
+        target = directory(args).fork(args.source, args.target, at=args.at, at_turn=args.at_turn)
+    except TooFewTurnsError as exc:
+        raise Failure(f"{args.source}: {exc.reason}") from None
     count = target.count_items_sync()
     short = f" (all it has; --at {args.at})" if args.at is not None and args.at > count else ""
     note(f"{args.target}: forked {count} item{plural(count)} from {args.source}{short}")

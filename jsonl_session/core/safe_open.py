@@ -85,6 +85,15 @@ def _create(path: StrPath, *, durable: bool) -> int:
         return MISSING
     except OSError as exc:
         raise _explain_open_error(path, exc) from None
+    try:
+        # A new session never inherits what a deleted one of its name left (issue 24); the
+        # folder fsync below covers these unlinks too.
+        from .sidecar_files import forget_previous_owner  # only on creation: `ls` never needs it
+
+        forget_previous_owner(path)
+    except BaseException:
+        os.close(fd)
+        raise
     if durable:
         try:
             fsync_directory(directory)

@@ -132,6 +132,26 @@ def remove(path: Path, *, durable: bool) -> bool:
     return True
 
 
+def forget_previous_owner(session_path: str | os.PathLike[str]) -> None:
+    """Remove the sidecars a deleted session of the same name left; called as a session file is created.
+
+    ``rm sessions/x.jsonl`` by hand leaves ``x.jsonl.run`` and ``x.jsonl.usage`` behind, and a
+    new session ``x`` was born "paused" with the old tokens in ``stats`` (issue 24). A file the
+    library creates (``O_CREAT | O_EXCL``, so it is ours and new) therefore starts with no
+    metadata; a file that comes back otherwise (``git checkout``, ``mv``) keeps its sidecars.
+    The caller fsyncs the folder afterwards (a durable create does anyway). ``.torn`` stays:
+    it holds bytes nobody has looked at (see ``KINDS``).
+    """
+    name = os.fspath(session_path)
+    if not name.endswith(".jsonl"):
+        return  # a sidecar's own file (the .usage log), or not a session at all
+    for kind in KINDS:
+        try:
+            os.unlink(name + kind)
+        except FileNotFoundError:
+            pass
+
+
 def append_line(path: Path, record: dict[str, Any], *, durable: bool, timeout: float) -> None:
     """Append one record to a JSON Lines sidecar, under that file's lock, as sessions are appended."""
     with Transaction(path, write=True, create=True, timeout=timeout, durable=durable) as file:

@@ -103,18 +103,38 @@ def newest_turns(fd: int, path: Path, turns: int, *, size: int) -> list[Any]:
         wanted *= 4
 
 
+class TooFewTurnsError(ValueError):
+    """A rewind or fork named more turns than the session has (``rewind_sync(10)`` on 2 turns).
+
+    Example:
+        >>> str(TooFewTurnsError(Path("s/a.jsonl"), 2, "rewind 10"))
+        's/a.jsonl: has 2 turns; cannot rewind 10'
+    """
+
+    def __init__(self, path: Path, count: int, wanted: str) -> None:
+        self.path, self.count = path, count
+        self.reason = f"has {count} turn{'' if count == 1 else 's'}; cannot {wanted}"
+        super().__init__(f"{path}: {self.reason}")
+
+    def __reduce__(self) -> tuple[type, tuple[Path, int, str]]:
+        return (type(self), (self.path, self.count, self.reason.split("cannot ", 1)[1]))
+
+
 def rewind(fd: int, path: Path, turns: int, *, durable: bool) -> list[Any]:
     """Remove the newest ``turns`` whole turns with one truncation; return the removed items.
 
     The caller holds the exclusive lock. A torn tail is saved to the sidecar first, as by
     every writer. Items before the first user message are never removed.
+
+    Raises:
+        TooFewTurnsError: the session has fewer than ``turns`` turns (nothing is removed).
     """
     if turns <= 0:
         return []
     storage.repair_tail(fd, path, durable=durable)
     size = os.fstat(fd).st_size
     if size == 0:
-        return []
+        raise TooFewTurnsError(path, 0, f"rewind {turns}")
     wanted = turns * _FIRST_GUESS
     while True:
         lines, tail_item, tail_offset = reads.newest_lines(fd, size, wanted)
@@ -124,9 +144,9 @@ def rewind(fd: int, path: Path, turns: int, *, durable: bool) -> list[Any]:
         starts = [index for index, (_, item) in enumerate(entries) if is_user_message(item)]
         at_start = len(lines) < wanted - (tail_item is not None)
         if len(starts) >= turns or at_start:
-            if not starts:
-                return []
-            first = starts[-turns] if len(starts) >= turns else starts[0]
+            if len(starts) < turns:  # was: everything, without a word (issue 24)
+                raise TooFewTurnsError(path, len(starts), f"rewind {turns}")
+            first = starts[-turns]
             storage.truncate(fd, entries[first][0], durable=durable)
             return [item for _, item in entries[first:]]
         wanted *= 4

@@ -18,6 +18,10 @@ for the turns still in the session, as ``AdvancedSQLiteSession.get_turn_usage`` 
 
 from __future__ import annotations
 
+import functools
+import os
+import threading
+import weakref
 from typing import Any
 
 from .lineage import now, prefix_hash
@@ -79,6 +83,49 @@ def new_record(
         "turn": turn,
         "turn_sha256": turn_hash(user_item) if user_item is not None else None,
     }
+
+
+class RecordedResults:
+    """Which run results were recorded to which session, so that recording one again counts it once.
+
+    Keyed by the result object's identity (the SDK's results are dataclasses, so unhashable)
+    through a weak reference: an entry goes when its result is freed, and a new object that
+    reuses the id is not mistaken for it. Then by the session file's absolute path.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()  # a weak reference's callback may run inside, on this thread
+        self._records: dict[int, tuple[weakref.ref[Any], dict[str, dict[str, Any]]]] = {}
+
+    def get(self, result: Any, session_path: os.PathLike[str]) -> dict[str, Any] | None:
+        """The line written when ``result`` was recorded to this session, or None."""
+        with self._lock:
+            entry = self._records.get(id(result))
+            if entry is None or entry[0]() is not result:
+                return None
+            return entry[1].get(os.path.abspath(session_path))
+
+    def remember(self, result: Any, session_path: os.PathLike[str], record: dict[str, Any]) -> None:
+        """Note that ``result`` was recorded to this session as ``record``."""
+        key = id(result)
+        with self._lock:
+            entry = self._records.get(key)
+            if entry is None or entry[0]() is not result:
+                try:
+                    ref = weakref.ref(result, functools.partial(self._forget, key))
+                except TypeError:  # cannot be weakly referenced: not remembered
+                    return
+                entry = self._records[key] = (ref, {})
+            entry[1][os.path.abspath(session_path)] = dict(record)
+
+    def _forget(self, key: int, dead: weakref.ref[Any]) -> None:
+        with self._lock:
+            entry = self._records.get(key)
+            if entry is not None and entry[0] is dead:
+                del self._records[key]
+
+
+recorded_results = RecordedResults()
 
 
 def turn_hash(user_item: Any) -> str:

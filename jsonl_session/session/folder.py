@@ -321,13 +321,14 @@ class SessionDirectory:
         Raises:
             SessionExistsError: ``target_id`` already has items (nothing is overwritten); a FileExistsError.
             SessionNotFoundError: ``source_id`` does not exist; a FileNotFoundError.
+            TooFewTurnsError: ``at_turn`` is beyond the source's last turn; a ValueError.
 
         Example:
             >>> store.fork("convo_123", "convo_123-retry", at_turn=2).lineage.items   # doctest: +SKIP
             6
         """
         from ..history.lineage import new_lineage
-        from ..history.turns import split_turns
+        from ..history.turns import TooFewTurnsError, split_turns
 
         if at is not None and at_turn is not None:
             raise ValueError("give at (items) or at_turn (turns), not both")
@@ -343,6 +344,8 @@ class SessionDirectory:
             items = items[:at]
         elif at_turn is not None:
             turns = split_turns(items)
+            if at_turn > len(turns):  # was: all of it, exit 0 (issue 24)
+                raise TooFewTurnsError(source.path, len(turns), f"fork at turn {at_turn}")
             items = items[: turns[at_turn].start] if at_turn < len(turns) else items
         target._write_fork(items, new_lineage(source_id, items))
         return target

@@ -20,8 +20,16 @@ from ..core.errors import SessionExistsError, SessionNotFoundError
 from ..core.locking import MISSING
 from ..history import paused_runs
 from ..history.lineage import Lineage, read_lineage
-from ..history.turns import Turn, last_turn, rewind, split_turns
-from ..history.usage import model_of, new_record, result_counters, session_usage, since, turn_usage
+from ..history.turns import TooFewTurnsError, Turn, last_turn, rewind, split_turns
+from ..history.usage import (
+    model_of,
+    new_record,
+    recorded_results,
+    result_counters,
+    session_usage,
+    since,
+    turn_usage,
+)
 from .locked_operations import LockedOperations
 
 if TYPE_CHECKING:
@@ -54,6 +62,9 @@ class SessionFeatures(LockedOperations):
 
         A paused run belongs to the newest turn, so it is discarded too.
 
+        Raises:
+            TooFewTurnsError: the session has fewer turns (a ``ValueError``; nothing is removed).
+
         Example:
             >>> removed = session.rewind_sync(1)              # doctest: +SKIP
         """
@@ -68,6 +79,8 @@ class SessionFeatures(LockedOperations):
 
     def _rewind_locked(self, fd: int, turns: int) -> list[Any]:
         if fd == MISSING:
+            if turns:
+                raise TooFewTurnsError(self.path, 0, f"rewind {turns}")
             return []
         self._handle.sync_folder_once()
         removed = rewind(fd, self.path, turns, durable=self.durable)
@@ -91,21 +104,35 @@ class SessionFeatures(LockedOperations):
         :meth:`save_run_state_sync`); if it completed, a saved paused run is removed. A
         resumed run's usage counts only what it spent since it was last recorded.
 
+        Recording the same result object again (in this process) writes nothing and returns
+        the line written the first time: a run counts once.
+
+        Raises:
+            ValueError: a streamed run (``Runner.run_streamed``) has not finished yet
+                (``result.is_complete`` is False): record it after its events are consumed.
+            SessionNotFoundError: the session does not exist.
+
         Example:
             >>> result = await Runner.run(agent, "Hi", session=session)   # doctest: +SKIP
             >>> session.record_usage_sync(result)["total_tokens"]          # doctest: +SKIP
             876
         """
+        _refuse_unfinished(result)
         with self.locked(write=True, create=False) as fd:
             return self._record_usage_locked(fd, result)
 
     async def record_usage(self, result: Any) -> dict[str, Any]:
         """The asynchronous equivalent of :meth:`record_usage_sync`."""
+        _refuse_unfinished(result)
         return await self.locked_in_thread(self._record_usage_locked, result, write=True)
 
     def _record_usage_locked(self, fd: int, result: Any) -> dict[str, Any]:
         if fd == MISSING:
             raise SessionNotFoundError(self.path, "no such session; record usage after a run that used it")
+        # Under the session's exclusive lock: two threads recording one result write one line.
+        earlier = recorded_results.get(result, self.path)
+        if earlier is not None:
+            return dict(earlier)
         turn_count, user_item = last_turn(fd, self.path, size=self._handle.size)
         total = result_counters(result)
         envelope = paused_runs.read(self.path)
@@ -124,6 +151,7 @@ class SessionFeatures(LockedOperations):
             paused_runs.write(self.path, paused_runs.as_state(result), recorded=total, durable=self.durable)
         elif envelope is not None:
             paused_runs.clear(self.path, durable=self.durable)
+        recorded_results.remember(result, self.path, record)
         return record
 
     def usage_records(self) -> list[dict[str, Any]]:
@@ -143,7 +171,7 @@ class SessionFeatures(LockedOperations):
         """Totals over every recorded run (None if none), like ``AdvancedSQLiteSession``'s.
 
         Keys: ``requests``, ``input_tokens``, ``output_tokens``, ``total_tokens``,
-        ``cached_tokens``, ``reasoning_tokens``, ``total_turns``, ``paused_runs``. Runs of turns
+        ``cached_tokens``, ``reasoning_tokens``, ``total_turns``, ``runs``. Runs of turns
         rewound since still count: those tokens were spent.
         """
         return session_usage(self.usage_records())
@@ -272,6 +300,15 @@ class SessionFeatures(LockedOperations):
             if fd == MISSING:
                 return []
             return reads.read_items(fd, self.path, size=self._handle.size)
+
+
+def _refuse_unfinished(result: Any) -> None:
+    """A streamed run that is still going has no final usage, nor a turn of its own yet (issue 24)."""
+    if getattr(result, "is_complete", True) is False:
+        raise ValueError(
+            "this streamed run has not finished (result.is_complete is False): record its usage "
+            "after `async for event in result.stream_events()` has ended"
+        )
 
 
 def _check_turns(turns: Any) -> None:

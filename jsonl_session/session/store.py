@@ -29,6 +29,7 @@ from ..core.async_locking import AsyncLocked
 from ..core.codec import encode_items
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout
 from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
+from ..history import paused_runs
 from . import compaction
 from .history_methods import SessionFeatures
 from .locked_operations import Draft
@@ -203,7 +204,11 @@ class JSONLSession(SessionFeatures):
             return await lock.finish_in_thread(self._pop, fd)
 
     async def clear_session(self) -> None:
-        """Remove every item. The file stays, empty, so followers and git see the clear."""
+        """Remove every item. The file stays, empty, so followers and git see the clear.
+
+        A paused run (see :meth:`save_run_state`) ends with it; the usage log stays: tokens
+        once spent still count in ``get_session_usage`` and ``jsonl-session stats``.
+        """
         lock = self.locked_async(write=True, create=False)
         async with lock as fd:
             if fd == MISSING or not self.durable:
@@ -357,6 +362,9 @@ class JSONLSession(SessionFeatures):
         if fd != MISSING:
             self._handle.sync_folder_once()
             storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
+            # A paused run resumes turns that are gone now (as after ``rewind``); the usage
+            # log is a ledger of tokens spent, and stays (docs/history.md, issue 24).
+            paused_runs.clear(self.path, durable=self.durable)
 
 
 async def _yield_once() -> None:

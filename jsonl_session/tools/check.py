@@ -15,10 +15,13 @@ Problems found, each with the file and the line it is on:
   ``lineage``), or whose lineage file is unreadable;
 * a ``type`` or ``call_id`` that is not a string, and a line nested deeper than can be
   written back (docs/format.md, "Nesting");
-* a temporary copy left next to the session by a rewrite whose process was killed
-  (``fix=True`` removes it: see ``temp_files``).
+* a temporary copy left next to the session by a rewrite (or a sidecar's replace) whose
+  process was killed (``fix=True`` removes it: see ``temp_files``);
+* a sidecar whose session file is gone (removed with ``rm``): ``fix=True`` removes it; and an
+  edit that ``jsonl-session edit`` kept after a conflict, named and never removed (see
+  ``leftovers``).
 
-Only torn tails, leftover temporary files, orphaned reasoning items and repeated copies of an
+Only torn tails, leftover temporary files and sidecars, orphaned reasoning items and repeated copies of an
 item are fixable here (``replay_fix``): every other repair means deciding what the conversation
 should say, which is a job for ``jsonl-session edit``.
 """
@@ -37,6 +40,7 @@ from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.transaction import Transaction
 from ..history import replay_rules
 from ..history.replay_rules import ReplayLint
+from . import leftovers
 
 # A call item type -> the type of the item that answers it, matched on ``call_id``: the replay
 # lint's table (docs/replay-lint.md), named here too for ``edit_copy``.
@@ -85,7 +89,7 @@ def check_file(
     try:
         with Transaction(path, write=fix, timeout=lock_timeout) as file:
             if not file.exists:
-                return [Problem(path, None, "no such file")]
+                return [Problem(path, None, "no such file"), *_left_by(path, fix=fix)]
             lines = _LineChecker(path, _awaiting_approval(path))
             for scan in reads.scan_file(file.fd, file.size):  # a piece at a time: memory stays flat
                 lines.take(scan)
@@ -100,6 +104,7 @@ def check_file(
             # Under the session's lock no rewrite of it is under way: its temporary files are
             # a killed writer's (the lock on each is checked as well, see ``temp_files``).
             problems.extend(leftover_problems(temp_files.temp_files_of(path), fix=fix))
+            problems.extend(kept_edit_problems(leftovers.kept_edits(path.parent, of=path)))
     except SessionFileError as exc:  # a symlink or FIFO where a session file belongs
         return [Problem(path, None, exc.message)]
     except LockTimeout as exc:  # one busy file must not stop a folder's check
@@ -119,18 +124,63 @@ def check_file(
 
 
 def stray_temp_problems(directory: str | Path, *, fix: bool = False) -> list[Problem]:
-    """Temporary files in ``directory`` left by rewrites of sessions that no longer exist.
+    """What sessions that no longer exist left in ``directory``: temporary files, sidecars, kept edits.
 
     ``check_file`` reports those of the session it checks; these have no session to check.
+    ``fix`` removes the temporary files and the sidecars, never a kept edit.
 
     Example:
         >>> stray_temp_problems("sessions", fix=True)                   # doctest: +SKIP
         [Problem(path=PosixPath('sessions/.old.jsonl.5f0c9a21.tmp'), ...)]
     """
-    temps = [
-        temp for temp in temp_files.temp_files(Path(directory)) if not _exists(temp_files.session_of(temp))
+    folder = Path(directory)
+    temps = [temp for temp in temp_files.temp_files(folder) if not _exists(temp_files.session_of(temp))]
+    kept = [copy for copy in leftovers.kept_edits(folder) if not _exists(leftovers.session_of_kept(copy))]
+    problems = [
+        *leftover_problems(temps, fix=fix),
+        *sidecar_problems(leftovers.orphaned_sidecars(folder), fix=fix),
+        *kept_edit_problems(kept),
     ]
-    return leftover_problems(temps, fix=fix)
+    return sorted(problems, key=lambda problem: problem.path.name)
+
+
+def sidecar_problems(sidecars: list[tuple[Path, str]], *, fix: bool) -> list[Problem]:
+    """A problem for each sidecar of a gone session (see ``leftovers``); removed with ``fix``."""
+    problems = []
+    for path, kind in sidecars:
+        session = path.name[: -len(kind) - 1]
+        reason = f"{kind} sidecar left behind: its session {session} no longer exists"
+        try:
+            if fix:
+                os.unlink(path)
+                problems.append(Problem(path, None, reason + "; removed", fixable=True, fixed=True))
+                continue
+        except FileNotFoundError:
+            continue
+        problems.append(Problem(path, None, reason + "; `check --fix` removes it", fixable=True))
+    return problems
+
+
+def kept_edit_problems(kept: list[Path]) -> list[Problem]:
+    """A problem for each edit that ``jsonl-session edit`` kept; never fixable: a person decides."""
+    return [
+        Problem(
+            copy,
+            None,
+            f"an edit kept after a conflict: merge it into {leftovers.session_of_kept(copy).name} "
+            "by hand, then delete it (`check --fix` leaves it)",
+        )
+        for copy in kept
+    ]
+
+
+def _left_by(path: Path, *, fix: bool) -> list[Problem]:
+    """What a named session that does not exist left: temporary files, sidecars, kept edits."""
+    return [
+        *leftover_problems(temp_files.temp_files_of(path), fix=fix),
+        *sidecar_problems(leftovers.orphaned_sidecars(path.parent, of=path), fix=fix),
+        *kept_edit_problems(leftovers.kept_edits(path.parent, of=path)),
+    ]
 
 
 def leftover_problems(temps: list[Path], *, fix: bool) -> list[Problem]:

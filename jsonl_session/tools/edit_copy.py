@@ -27,6 +27,7 @@ from ..core import codec, reads, scanner, storage, temp_files
 from ..core.errors import SessionFileError
 from ..core.transaction import Transaction
 from .check import CALL_PAIRS
+from .leftovers import kept_edit_name
 
 if TYPE_CHECKING:
     from ..session.store import JSONLSession
@@ -72,9 +73,8 @@ class EditCopy:
             session.path, write=True, timeout=session.lock_timeout, durable=session.durable
         ) as file:
             if not file.exists:
-                self.keep = True
                 raise SessionFileError(
-                    session.path, f"was deleted while you edited; your edit is kept in {self.path}"
+                    session.path, f"was deleted while you edited; your edit is kept in {self._kept()}"
                 )
             current = reads.read_range(file.fd, 0, file.size)
             appended = self._appended(current)
@@ -83,14 +83,30 @@ class EditCopy:
             )
         return len(appended)
 
+    def _kept(self) -> Path:
+        """Keep the edited copy out of ``check --fix``'s reach; return where it is now.
+
+        Under its first name the copy says which process edits it, and once that process
+        exited ``check --fix`` removed it as a dead edit's copy: the copy this message had just
+        said was kept (issue 24). A kept edit is renamed ``.#<file>.kept-<hex>.jsonl``, which
+        ``check`` names and never removes (``tools.leftovers``).
+        """
+        self.keep = True
+        kept = kept_edit_name(self.session.path)
+        try:
+            os.rename(self.path, kept)
+        except OSError:
+            return self.path  # still kept, under its first name
+        self.path = kept
+        return kept
+
     def _appended(self, current: bytes) -> list[Any]:
         """Items appended after the base, or a conflict if the base is no longer the file's start."""
         if not current.startswith(self.base):
-            self.keep = True
             raise SessionFileError(
                 self.session.path,
                 "was changed while you edited (not only appended to: a pop, a clear or another rewrite); "
-                f"nothing saved, your edit is kept in {self.path}",
+                f"nothing saved, your edit is kept in {self._kept()}",
             )
         # after the base: whole lines (and an unterminated last one that is an item); a torn
         # tail is left out, and the save moves it aside
@@ -99,11 +115,10 @@ class EditCopy:
         for line in scan.lines:
             item = scanner.parse_item(line.data)
             if item is None:
-                self.keep = True
                 raise SessionFileError(
                     self.session.path,
                     "a line appended while you edited is not an item; nothing saved, "
-                    f"your edit is kept in {self.path}",
+                    f"your edit is kept in {self._kept()}",
                 )
             appended.append(item)
         return appended

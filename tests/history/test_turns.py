@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import warnings
 from pathlib import Path
@@ -121,11 +122,38 @@ def test_rewind_keeps_what_precedes_the_first_question_and_saves_a_torn_tail(ses
         file.write(b'{"role":"assist')  # a writer killed mid-line
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert len(session.rewind_sync(5)) == 2
+        assert len(session.rewind_sync(1)) == 2
     assert any(issubclass(w.category, TornTailWarning) for w in caught)
     assert session.get_items_sync() == [system]
     assert session.sidecar_path.read_bytes() == b'{"role":"assist\n'
-    assert session.rewind_sync(1) == []
+    assert session.rewind_sync(0) == []
+
+
+def test_rewinding_more_turns_than_there_are_is_an_error_that_removes_nothing(
+    three_turns: JSONLSession, sessions_dir: Path
+) -> None:
+    before = three_turns.get_items_sync()
+    with pytest.raises(ValueError, match="has 3 turns; cannot rewind 10"):
+        three_turns.rewind_sync(10)
+    with pytest.raises(ValueError, match="has 3 turns; cannot rewind 4"):
+        asyncio.run(three_turns.rewind(4))
+    assert three_turns.get_items_sync() == before
+    assert len(three_turns.rewind_sync(3)) == len(before)  # all of them is fine
+    with pytest.raises(ValueError, match="has 0 turns; cannot rewind 1"):
+        three_turns.rewind_sync(1)
+    result = run(sessions_dir, "rewind", "weather")
+    assert (result.code, result.err.count("\n")) == (1, 1) and "has 0 turns; cannot rewind 1" in result.err
+
+
+def test_forking_at_a_turn_beyond_the_last_is_an_error(three_turns: JSONLSession, sessions_dir: Path) -> None:
+    store = SessionDirectory(sessions_dir)
+    with pytest.raises(ValueError, match="has 3 turns; cannot fork at turn 4"):
+        store.fork("weather", "w2", at_turn=4)
+    assert not (sessions_dir / "w2.jsonl").exists()
+    assert len(store.fork("weather", "w3", at_turn=3).get_items_sync()) == 12  # every turn is fine
+    result = run(sessions_dir, "fork", "weather", "w4", "--at-turn", "99")
+    assert (result.code, result.err.count("\n")) == (1, 1) and "cannot fork at turn 99" in result.err
+    assert not (sessions_dir / "w4.jsonl").exists()
 
 
 def test_fork_at_turn_copies_whole_turns(three_turns: JSONLSession, sessions_dir: Path) -> None:
@@ -158,9 +186,12 @@ def test_cli_show_turns_rewind_and_fork_at_turn(three_turns: JSONLSession, sessi
     assert "tool call get_weather" in rewound.out
     assert len(three_turns.get_items_sync()) == 4
 
-    assert run(sessions_dir, "rewind", "w2", "--turns", "3").code == 0
+    assert run(sessions_dir, "rewind", "w2", "--turns", "1").code == 0
     nothing = run(sessions_dir, "rewind", "w2")
-    assert (nothing.code, nothing.err.strip()) == (1, "jsonl-session: error: w2: no turns to rewind")
+    assert (nothing.code, nothing.err.strip()) == (
+        1,
+        "jsonl-session: error: w2: has 0 turns; cannot rewind 1",
+    )
     assert run(sessions_dir, "rewind", "missing").code == 1
     assert run(sessions_dir, "rewind", "weather", "--turns", "x").code == 2
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,119 @@ def test_the_history_example_pauses_and_a_second_process_approves(tmp_path: Path
     assert example_run("--approve") == "refund: Order A-1042 has been refunded."
     assert not SessionDirectory(folder).list()[0].paused
     assert example_run().startswith("refund: paused")  # re-running starts over
+
+
+# -- metadata follows its session (issue 24) ----------------------------------------------------
+
+
+class _State:
+    """A stand-in RunState waiting for one approval (no model run needed)."""
+
+    def to_json(self) -> dict[str, object]:
+        return {"fake": True}
+
+    def get_interruptions(self) -> list[object]:
+        return [{"raw_item": {"name": "refund", "call_id": "call_1"}}]
+
+
+class _Result:
+    """A stand-in finished run result: its usage, and no interruptions."""
+
+    def __init__(self, tokens: int = 10, *, is_complete: bool | None = None) -> None:
+        self.context_wrapper = type("Context", (), {"usage": helpers.usage(tokens, 1)})()
+        self.interruptions: list[object] = []
+        if is_complete is not None:
+            self.is_complete = is_complete
+
+
+def paused_with_usage(sessions_dir: Path, session_id: str = "x") -> JSONLSession:
+    session = JSONLSession(session_id, sessions_dir)
+    session.add_items_sync([{"role": "user", "content": "Refund A1"}])
+    session.record_usage_sync(_Result(100))
+    session.save_run_state_sync(_State())
+    assert session.paused_run() is not None
+    return session
+
+
+@pytest.mark.parametrize("way", ["sync", "async", "cli"])
+def test_clearing_a_session_ends_its_paused_run_and_keeps_its_usage_ledger(
+    sessions_dir: Path, way: str
+) -> None:
+    session = paused_with_usage(sessions_dir)
+    if way == "sync":
+        session.clear_session_sync()
+    elif way == "async":
+        asyncio.run(session.clear_session())
+    else:
+        assert run(sessions_dir, "clear", "x", "--yes").code == 0
+    assert session.paused_run() is None and not (sessions_dir / "x.jsonl.run").exists()
+    assert [info.paused for info in SessionDirectory(sessions_dir).list()] == [False]
+    assert [record["total_tokens"] for record in session.usage_records()] == [101]  # the ledger stays
+    stats = run(sessions_dir, "stats", "x")
+    assert stats.code == 0 and "101" in stats.out and "cleared or rewound" in stats.out
+
+
+@pytest.mark.parametrize("way", ["add", "fork", "rewrite"])
+def test_a_new_session_never_inherits_the_metadata_of_a_removed_one(sessions_dir: Path, way: str) -> None:
+    old = paused_with_usage(sessions_dir)
+    JSONLSession("source", sessions_dir).add_items_sync([{"role": "user", "content": "hi"}])
+    SessionDirectory(sessions_dir).fork("source", "x-fork")
+    os.remove(old.path)  # `rm sessions/x.jsonl` by hand: its .run and .usage stay behind
+    leftovers = sorted(path.name for path in sessions_dir.glob("x.jsonl.*"))
+    assert leftovers == ["x.jsonl.run", "x.jsonl.usage"]
+    if way == "add":
+        JSONLSession("x", sessions_dir).add_items_sync([{"role": "user", "content": "new"}])
+    elif way == "fork":
+        SessionDirectory(sessions_dir).fork("source", "x")
+    else:
+        JSONLSession("x", sessions_dir).replace_items_sync([{"role": "user", "content": "new"}])
+    new = JSONLSession("x", sessions_dir)
+    assert new.paused_run() is None and new.usage_records() == [] and new.get_session_usage_sync() is None
+    assert [info.paused for info in SessionDirectory(sessions_dir).list() if info.session_id == "x"] == [
+        False
+    ]
+    stats = run(sessions_dir, "stats", "x")
+    assert stats.code == 0 and "101" not in stats.out
+    assert (new.lineage is not None) == (way == "fork")
+
+
+def test_record_usage_refuses_a_streamed_run_that_has_not_finished(sessions_dir: Path) -> None:
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync([{"role": "user", "content": "hi"}])
+    with pytest.raises(ValueError, match="has not finished"):
+        session.record_usage_sync(_Result(5, is_complete=False))
+    with pytest.raises(ValueError, match="has not finished"):
+        asyncio.run(session.record_usage(_Result(5, is_complete=False)))
+    assert session.usage_records() == [] and not (sessions_dir / "s.jsonl.usage").exists()
+    assert session.record_usage_sync(_Result(5, is_complete=True))["total_tokens"] == 6
+
+
+def test_record_usage_of_a_real_streamed_run_waits_for_its_end(sessions_dir: Path) -> None:
+    agent, _ = helpers.weather_agent(["Paris"])
+    session = JSONLSession("weather", sessions_dir)
+
+    async def main() -> None:
+        result = agents.Runner.run_streamed(agent, "Weather in Paris?", session=session)
+        with pytest.raises(ValueError, match="has not finished"):
+            await session.record_usage(result)
+        async for _ in result.stream_events():
+            pass
+        first = await session.record_usage(result)
+        assert first["requests"] == 2
+        assert session.record_usage_sync(result) == first  # the SDK's result, recorded twice: once
+
+    asyncio.run(main())
+    assert len(session.usage_records()) == 1
+
+
+def test_recording_the_same_result_twice_counts_it_once(sessions_dir: Path) -> None:
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync([{"role": "user", "content": "hi"}])
+    result = _Result(7)
+    first = session.record_usage_sync(result)
+    assert session.record_usage_sync(result) == first
+    assert asyncio.run(session.record_usage(result)) == first
+    assert JSONLSession("s", sessions_dir).record_usage_sync(result) == first  # another object, same file
+    assert [record["total_tokens"] for record in session.usage_records()] == [8]
+    session.record_usage_sync(_Result(7))  # another run, even with the same numbers, counts
+    assert len(session.usage_records()) == 2

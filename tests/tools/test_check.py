@@ -169,3 +169,40 @@ def test_checking_in_pieces_finds_what_checking_the_whole_file_finds(
     assert sum(scan.newlines for scan in scans) == reference.newlines
     assert (scans[-1].pending, scans[-1].consumed) == (reference.pending, reference.consumed)
     assert path.read_bytes() == data  # checking never changes the file
+
+
+def test_check_names_orphaned_sidecars_and_their_temporary_files_and_fix_removes_them(
+    sessions_dir: Path,
+) -> None:
+    """``rm sessions/gone.jsonl`` by hand leaves its metadata; a killed sidecar write leaves a copy."""
+    from jsonl_session.tools.check import stray_temp_problems
+
+    JSONLSession("kept", sessions_dir).add_items_sync([{"role": "user", "content": "hi"}])
+    for name in ("gone.jsonl.run", "gone.jsonl.usage", "gone.jsonl.lineage", "kept.jsonl.usage"):
+        (sessions_dir / name).write_text("{}\n")
+    killed_run_write = sessions_dir / ".gone.jsonl.run.0badc0de.tmp"
+    killed_run_write.write_text("{}\n")
+    found = {problem.path.name: problem for problem in stray_temp_problems(sessions_dir)}
+    assert sorted(found) == [
+        ".gone.jsonl.run.0badc0de.tmp",
+        "gone.jsonl.lineage",
+        "gone.jsonl.run",
+        "gone.jsonl.usage",
+    ]
+    assert "its session gone.jsonl no longer exists" in found["gone.jsonl.run"].reason
+    assert all(problem.fixable and not problem.fixed for problem in found.values())
+
+    result = run(sessions_dir, "check")
+    assert result.code == 1 and f"{sessions_dir / 'gone.jsonl.usage'}: " in result.out
+    named = [problem.path.name for problem in check_file(sessions_dir / "gone.jsonl")]
+    assert named == [
+        "gone.jsonl",
+        ".gone.jsonl.run.0badc0de.tmp",
+        "gone.jsonl.lineage",
+        "gone.jsonl.run",
+        "gone.jsonl.usage",
+    ]
+    fixed = run(sessions_dir, "check", "--fix")
+    assert fixed.code == 0, fixed.out
+    assert sorted(path.name for path in sessions_dir.iterdir()) == ["kept.jsonl", "kept.jsonl.usage"]
+    assert run(sessions_dir, "check").code == 0

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from cli_helpers import cli_env, run
 
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.core.temp_files import temp_files
 
 CALL = {"type": "function_call", "name": "lookup", "arguments": "{}", "call_id": "call_1"}
@@ -140,13 +140,17 @@ def test_a_real_conflict_saves_nothing_and_keeps_the_edit(
     after_pop = session.path.read_bytes()
     code, err = edits[0].finish()
     assert code == 1
-    assert "was changed while you edited" in err and f"your edit is kept in {edits[0].copy}" in err
+    assert "was changed while you edited" in err and "your edit is kept in " in err
+    kept = Path(err.split("your edit is kept in ")[1].split()[0])
+    assert kept.parent == sessions_dir and kept.name.startswith(".#c.jsonl.kept-")
     assert session.path.read_bytes() == after_pop
-    assert edits[0].copy.read_text().endswith('"Edited"}\n')
-    check = run(sessions_dir, "check")
-    assert check.code == 1 and f"{edits[0].copy}: copy (" in check.out
-    assert run(sessions_dir, "check", "--fix").code == 0
-    assert not edits[0].copy.exists()
+    assert kept.read_text().endswith('"Edited"}\n') and not edits[0].copy.exists()
+    # `check --fix` removed the copy that `edit` had just said it kept (issue 24): no more.
+    for args in (["check"], ["check", "--fix"], ["check", "c"]):
+        check = run(sessions_dir, *args)
+        assert check.code == 1 and f"{kept}: an edit kept after a conflict" in check.out, args
+    assert kept.exists()
+    assert [info.session_id for info in SessionDirectory(sessions_dir).list()] == ["c"]
 
 
 def test_an_edit_that_changes_nothing_does_not_say_saved(
