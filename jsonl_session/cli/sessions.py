@@ -129,7 +129,8 @@ def _show_document(args: argparse.Namespace) -> int:
     if bad:
         shown = ", ".join(map(str, first_bad)) + (", ..." if bad > 5 else "")
         print(
-            f"{PROG}: warning: {path}: {bad} unreadable line{plural(bad)} shown as they are "
+            f"{PROG}: warning: {path}: {bad} unreadable line{plural(bad)} shown as "
+            f"{'it is' if bad == 1 else 'they are'} "
             f"(line {shown}); `{PROG} check` says why",
             file=sys.stderr,
         )

@@ -48,9 +48,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         f"to {shown_url(url)} as {target_id}",
         file=sys.stderr,
     )
-    left = ", ".join(metadata_left_behind(source))
-    if left:
-        note(f"{source.session_id}: {left} stay in {source.directory} (the backend stores items only)")
+    labels = metadata_left_behind(source)
+    if labels:  # "its usage log stays", "its lineage, its usage log stay"
+        stay = "stays" if len(labels) == 1 else "stay"
+        where = f"{stay} in {source.directory} (the backend stores items only)"
+        note(f"{source.session_id}: {', '.join(labels)} {where}")
     return 0
 
 

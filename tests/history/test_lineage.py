@@ -166,6 +166,6 @@ def test_export_says_which_metadata_stays_behind(sessions_dir: Path, tmp_path: P
     url = f"sqlite:///{tmp_path / 'chats.db'}"
     exported = run(sessions_dir, "export", "trip-b", "--to", url)
     assert exported.code == 0, exported.err
-    assert f"trip-b: its lineage stay in {sessions_dir} (the backend stores items only)" in exported.err
+    assert f"trip-b: its lineage stays in {sessions_dir} (the backend stores items only)" in exported.err
     plain = run(sessions_dir, "export", "trip", "--to", url)
     assert plain.code == 0 and "stay in" not in plain.err

@@ -147,3 +147,10 @@ def test_git_diff_and_log_show_transcript_changes(repo: Path) -> None:
         "sessions/chat.jsonl: merge: unset",
         "sessions/chat.jsonl: diff: jsonl-session",
     ]
+
+
+def test_one_unreadable_line_is_shown_as_it_is(sessions_dir: Path) -> None:
+    write_session(sessions_dir / "bad.jsonl", conversation()[:2], extra_lines=HAND_WRITTEN_BAD_LINES[:1])
+    result = run(sessions_dir, "show", "bad", "--markdown")
+    assert result.code == 0
+    assert f"{sessions_dir / 'bad.jsonl'}: 1 unreadable line shown as it is (line 3)" in result.err
