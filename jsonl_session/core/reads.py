@@ -10,6 +10,7 @@ which readers skip.
 from __future__ import annotations
 
 import os
+import re
 
 from . import codec
 from .errors import MalformedLineError
@@ -27,6 +28,11 @@ _TAIL_CHUNK = 4 * 1024
 _BYTES_PER_LINE_GUESS = 1024
 _MAX_CHUNK = 1024 * 1024
 _SPLIT_PIECE = 1024 * 1024
+# ``count_items`` reads this much at a time: a piece that stays in the CPU's cache between
+# the read and the count is counted faster than 1 MB pieces (benchmarks/ls_speed.py).
+_COUNT_PIECE = 256 * 1024
+# A blank line (empty or whitespace only, as ``codec.is_blank`` says) between two newlines.
+_BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c]*\n")
 # Lines parsed between two young-generation collections during a full read. One pause over
 # 100,000 items left ~300,000 young objects for the first collection after it, which held
 # the GIL (and stalled an event loop waiting on the worker thread) for 50-250 ms; a
@@ -190,30 +196,42 @@ def count_items(fd: int) -> int:
     """Non-blank complete lines, plus an unterminated last line if it is an item (torn tails are not).
 
     Lines are counted, not parsed, so listing a folder stays cheap: ``check`` finds bad lines.
-    The file is read in pieces of ``_MAX_CHUNK``: reading it whole made ``ls`` of a 300 MB
+    The file is read in pieces of ``_COUNT_PIECE``: reading it whole made ``ls`` of a 300 MB
     session peak near 600 MB (tests/project/test_memory.py).
+
+    A piece's newlines are counted in C (``replace`` finds them with ``memchr``, several times
+    faster than ``bytes.count`` here), and its lines are checked one by one only when a regex
+    finds a blank line in it. Checking every line in Python made ``ls`` of a 50 MB folder take
+    ~6x ``wc -l`` (issue 24, ``benchmarks/ls_speed.py``). ``tests/core/test_count_items.py``
+    holds the count equal to the scanner's over random bytes and piece boundaries.
     """
     count = 0
     position = 0
     pending: list[bytes] = []  # pieces of the line still unfinished at the end of the last read
+    is_blank = codec.is_blank
     while True:
-        raw = os.pread(fd, _MAX_CHUNK, position)
+        # The first read takes at least a whole BOM, whatever the piece size.
+        raw = os.pread(fd, _COUNT_PIECE if position else max(_COUNT_PIECE, len(codec.BOM)), position)
         if not raw:
             break
-        chunk = raw.removeprefix(codec.BOM) if position == 0 else raw
+        data = raw.removeprefix(codec.BOM) if position == 0 else raw
         position += len(raw)
-        newline = chunk.find(b"\n")
-        if newline < 0:
-            pending.append(chunk)  # a long line: kept in pieces, joined only if it is the last
+        first = data.find(b"\n")
+        if first < 0:
+            pending.append(data)  # a long line: kept in pieces, joined only if it is the last
             continue
-        pending.append(chunk[:newline])
-        if not all(codec.is_blank(piece) for piece in pending):
+        pending.append(data[:first])
+        if not all(is_blank(part) for part in pending):
             count += 1
-        lines = chunk[newline + 1 :].split(b"\n")
-        pending = [lines.pop()]
-        count += sum(1 for line in lines if not codec.is_blank(line))
+        last = data.rfind(b"\n")
+        if last > first:  # complete lines between the first newline and the last
+            if _BLANK_LINE.search(data, first, last + 1) is None:
+                count += len(data) - len(data.replace(b"\n", b"")) - 1
+            else:
+                count += sum(1 for line in data[first + 1 : last].split(b"\n") if not is_blank(line))
+        pending = [data[last + 1 :]]
     tail = b"".join(pending)
-    if not codec.is_blank(tail) and parse_item(tail) is not None:
+    if not is_blank(tail) and parse_item(tail) is not None:
         count += 1
     return count
 

@@ -1,0 +1,134 @@
+"""``jsonl-session ls`` on a 50 MB folder against ``wc -l`` on the same files, in the same run.
+
+``ls`` counts every session's items, so on big sessions it reads every byte; the target (issue 24)
+is that it costs no more than its start-up plus twice what ``wc -l`` takes to count the same
+lines: ``ls (20 x 2.5 MB) <= ls (20 small sessions) + 2 x wc -l (20 x 2.5 MB)``. The start-up is
+``ls`` of a folder of 20 small sessions with the same names (what ``benchmarks/startup.py``
+measures), so the difference is the counting. Runs are interleaved (each repetition runs every
+command) so load hits them alike; medians are reported. The files are in the page cache (the
+first run of each command is not counted), as they are for an ``ls`` right after a session ran.
+
+Run: ``python benchmarks/ls_speed.py [--quick] [--update-results | --out DIR]``; writes
+``ls_speed.json`` to ``benchmarks/output/``, or to the committed ``benchmarks/results/`` with
+``--update-results``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import outputs  # benchmarks/outputs.py (this script's folder is on sys.path)
+from items import conversation  # benchmarks/items.py: realistic items
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from jsonl_session import JSONLSession
+
+SESSIONS = 20
+SESSION_BYTES = 2_500_000
+WC_FACTOR = 2.0
+
+
+def make_folder(folder: Path, size: int) -> int:
+    """``SESSIONS`` sessions of about ``size`` bytes of realistic items each; the total bytes."""
+    for n in range(SESSIONS):
+        items = conversation(seed=n)
+        session = JSONLSession(f"s{n:02d}", folder, durable=False)
+        batch: list[object] = []
+        written = 0
+        while written < size:
+            item = next(items)
+            batch.append(item)
+            written += len(json.dumps(item)) + 1
+        session.add_items_sync(batch)
+        session.close()
+    return sum(path.stat().st_size for path in folder.glob("*.jsonl"))
+
+
+def timed(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def measure(big: Path, small: Path, runs: int) -> dict[str, float]:
+    cli = str(Path(sys.executable).with_name("jsonl-session"))
+    files = sorted(str(path) for path in big.glob("*.jsonl"))
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "wc -l": ["wc", "-l", *files],
+        "jsonl-session ls, 20 small sessions (start-up)": [cli, "ls", "--dir", str(small)],
+        "jsonl-session ls": [cli, "ls", "--dir", str(big)],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for repetition in range(runs + 1):
+        for name, command in commands.items():
+            elapsed = timed(command)
+            if repetition:  # the first run warms the page cache
+                times[name].append(elapsed)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Time jsonl-session ls against wc -l on a folder of 20 sessions of 2.5 MB.",
+        epilog="Example:\n  python benchmarks/ls_speed.py --quick",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke test: 5 runs, sessions of 250 kB")
+    parser.add_argument("--runs", type=int, default=31, help="repetitions per command (median; default 31)")
+    outputs.add_options(parser)
+    args = parser.parse_args(argv)
+    if shutil.which("wc") is None:
+        parser.error("needs wc (coreutils)")
+    size = SESSION_BYTES // 10 if args.quick else SESSION_BYTES
+    with tempfile.TemporaryDirectory() as tmp:
+        big, small = Path(tmp) / "big", Path(tmp) / "small"
+        total = make_folder(big, size)
+        for n in range(SESSIONS):
+            JSONLSession(f"s{n:02d}", small).add_items_sync(list(itertools.islice(conversation(seed=n), 50)))
+        times = measure(big, small, 5 if args.quick else args.runs)
+    start_up = times["jsonl-session ls, 20 small sessions (start-up)"]
+    wc = times["wc -l"]
+    counting = times["jsonl-session ls"] - start_up
+    budget = start_up + WC_FACTOR * wc
+    result = {
+        "date": date.today().isoformat(),
+        "machine": f"{platform.machine()}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}",
+        "sessions": SESSIONS,
+        "folder_bytes": total,
+        "runs": 5 if args.quick else args.runs,
+        "median_seconds": times,
+        "ls counting (ls - start-up) / wc -l": counting / wc,
+        "target": {
+            "ls <= start-up + 2 x wc -l": times["jsonl-session ls"] <= budget,
+            "budget_seconds": budget,
+            "quick": args.quick,
+        },
+    }
+    written = outputs.results_dir(args) / "ls_speed.json"
+    written.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"{SESSIONS} sessions, {total / 1e6:.1f} MB, median of {result['runs']} runs:")
+    for name, value in times.items():
+        print(f"  {name:48} {value * 1000:8.1f} ms")
+    met = "met" if result["target"]["ls <= start-up + 2 x wc -l"] else "MISSED"
+    print(f"  target: ls <= start-up + 2 x wc -l = {budget * 1000:.1f} ms: {met}")
+    print(f"written to {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""``count_items`` (what ``ls`` and ``count_items_sync`` show) counts exactly what the scanner finds.
+
+The count goes a piece at a time and takes the per-line path only for a piece that may hold a
+blank line, so these tests force small pieces: every rule (blank and whitespace-only lines,
+CRLF, a BOM, a last line without its newline, a torn tail) must hold across any boundary.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jsonl_session.core import codec, reads
+from jsonl_session.core.scanner import scan_lines
+
+LINES = st.sampled_from(
+    [
+        b'{"n":1}',
+        b'{"n":1}\r',
+        b'  {"n":2} ',
+        b'{"pad":"' + b"x" * 40 + b'"}',
+        b"",
+        b" ",
+        b"\r",
+        b" \t\r\x0b\x0c",
+        b"\x0b",
+        b"[1,2]",
+        b'{"torn":',
+        b"not json",
+        b"\xef\xbb\xbf",
+    ]
+)
+
+
+def count_of(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> int:
+    path = tmp_path_factory.mktemp("count") / "s.jsonl"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return reads.count_items(fd)
+    finally:
+        os.close(fd)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    lines=st.lists(LINES, max_size=14),
+    noise=st.binary(max_size=40),
+    ends_with_newline=st.booleans(),
+    bom=st.booleans(),
+    piece=st.integers(min_value=1, max_value=24),
+)
+def test_the_count_equals_the_scanners_over_any_pieces(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[bytes],
+    noise: bytes,
+    ends_with_newline: bool,
+    bom: bool,
+    piece: int,
+) -> None:
+    data = (codec.BOM if bom else b"") + b"\n".join([*lines, noise] if noise else lines)
+    data += b"\n" if ends_with_newline and (lines or noise) else b""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reads, "_COUNT_PIECE", piece)
+        assert count_of(tmp_path_factory, data) == len(scan_lines(data).lines), data
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(data=st.binary(max_size=200), piece=st.integers(min_value=1, max_value=64))
+def test_the_count_equals_the_scanners_over_random_bytes(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, piece: int
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reads, "_COUNT_PIECE", piece)
+        assert count_of(tmp_path_factory, data) == len(scan_lines(data).lines), data
+
+
+@pytest.mark.parametrize(
+    ("data", "count"),
+    [
+        (b'{"a":1}\n\n  \n\t\r\n{"b":2}\n', 2),  # blank and whitespace-only lines do not count
+        (b'{"a":1}\r\n{"b":2}\r\n', 2),  # CRLF
+        (codec.BOM + b'{"a":1}\n', 1),  # a BOM
+        (b'{"a":1}\n{"b":2}', 2),  # a valid last line without its newline counts
+        (b'{"a":1}\n{"b":', 1),  # a torn tail does not
+        (b"\n" * 1000 + b'{"a":1}\n', 1),
+    ],
+)
+@pytest.mark.parametrize("piece", [1, 2, 3, 5, 1024 * 1024])
+def test_the_count_follows_the_format_rules(tmp_path: Path, data: bytes, count: int, piece: int) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(reads, "_COUNT_PIECE", piece)
+            assert reads.count_items(fd) == count
+    finally:
+        os.close(fd)
