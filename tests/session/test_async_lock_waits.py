@@ -103,8 +103,12 @@ def test_the_compaction_snapshot_waits_on_the_loop(sessions_dir: Path) -> None:
         return bool(await snapshot.replace_suffix(0, [summary]))
 
     replaced = asyncio.run(while_locked_elsewhere(session, snapshot_then_replace))
-    assert replaced.count(True) == 1  # the others' snapshots were stale by then: declined
-    assert session.get_items_sync() == [*TURNS[:4], summary]
+    # Which snapshots were stale depends on the order the waiting calls got the lock in (a busy
+    # machine reorders them): a stale one declines, a fresh one swaps the newest two items for
+    # the summary. Either way each success removes exactly one item and nothing else changes.
+    succeeded = replaced.count(True)
+    assert succeeded >= 1 and set(replaced) <= {True, False}
+    assert session.get_items_sync() == [*TURNS[: len(TURNS) - 1 - succeeded], summary]
 
 
 def test_usage_and_paused_runs_wait_on_the_loop(sessions_dir: Path) -> None:
