@@ -77,7 +77,8 @@ async def write_history(folder: Path) -> None:
     desk = store.open("refund")
     result = await Runner.run(clerk, "Please refund order A-1042", session=desk)
     await desk.record_usage(result)  # paused: also saves the run to refund.jsonl.run
-    print(f"refund: paused, waiting for approval of {desk.paused_run().tools}")  # type: ignore[union-attr]
+    paused = desk.paused_run()  # None when nothing waits (the run completed)
+    print(f"refund: paused, waiting for approval of {paused.tools}" if paused else "refund: completed")
 
 
 def refund_call() -> ModelStep:
