@@ -171,13 +171,14 @@ def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]
     return _lines_of(scanner.scan_lines(data), codec.decoder_for(data))
 
 
-def views_of_scans(scans: Iterable[scanner.Scan]) -> Iterator[ItemView]:
+def views_of_scans(scans: Iterable[scanner.Scan], builder: ViewBuilder | None = None) -> Iterator[ItemView]:
     """The views :func:`views_of_lines` gives, one at a time, from a file scanned in pieces.
 
     ``scans`` are :func:`jsonl_session.core.reads.scan_file`'s (the last one carries the torn
     tail, if any): memory holds one piece, whatever the file's size (``show --html``).
+    ``builder`` (a new one by default) is left as the lines leave it, for items that follow.
     """
-    builder = ViewBuilder()
+    builder = builder or ViewBuilder()
     next_number = 1  # of the line after the scans so far
     for scan in scans:
         with codec.gc_paused():
