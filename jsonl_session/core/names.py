@@ -18,6 +18,14 @@ SUFFIX = ".jsonl"
 # folder does not import the session class).
 DEFAULT_DIRECTORY = "sessions"
 TORN_SUFFIX = ".torn"
+
+# Sidecars: ``<file>.jsonl<kind>`` (see ``sidecar_files``).
+LINEAGE = ".lineage"
+USAGE = ".usage"
+RUN = ".run"
+KINDS = (LINEAGE, USAGE, RUN)
+"""Sidecar suffixes that describe a session and go (rm, import) with it. ``.torn`` is not one:
+it holds bytes nobody has looked at, and ``rm`` keeps it."""
 # Most file systems cap a name at 255 bytes; leave room for the suffix and sidecar suffixes.
 MAX_NAME_BYTES = 200
 

@@ -11,6 +11,7 @@ import os
 import stat
 
 from .errors import UnsafePathError
+from .names import KINDS
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -88,8 +89,6 @@ def _create(path: StrPath, *, durable: bool) -> int:
     try:
         # A new session never inherits what a deleted one of its name left (issue 24); the
         # folder fsync below covers these unlinks too.
-        from .sidecar_files import forget_previous_owner  # only on creation: `ls` never needs it
-
         forget_previous_owner(path)
     except BaseException:
         os.close(fd)
@@ -131,3 +130,23 @@ def _explain_open_error(path: StrPath, exc: OSError) -> Exception:
     if exc.errno == errno.ELOOP:
         return UnsafePathError(path, "is a symlink; refusing to follow it out of the sessions folder")
     return exc
+
+
+def forget_previous_owner(session_path: str | os.PathLike[str]) -> None:
+    """Remove the sidecars a deleted session of the same name left; called as a session file is created.
+
+    ``rm sessions/x.jsonl`` by hand leaves ``x.jsonl.run`` and ``x.jsonl.usage`` behind, and a
+    new session ``x`` was born "paused" with the old tokens in ``stats`` (issue 24). A file the
+    library creates (``O_CREAT | O_EXCL``, so it is ours and new) therefore starts with no
+    metadata; a file that comes back otherwise (``git checkout``, ``mv``) keeps its sidecars.
+    The caller fsyncs the folder afterwards (a durable create does anyway). ``.torn`` stays:
+    it holds bytes nobody has looked at (see ``KINDS``).
+    """
+    name = os.fspath(session_path)
+    if not name.endswith(".jsonl"):
+        return  # a sidecar's own file (the .usage log), or not a session at all
+    for kind in KINDS:
+        try:
+            os.unlink(name + kind)
+        except FileNotFoundError:
+            pass

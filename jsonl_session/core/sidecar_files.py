@@ -35,6 +35,7 @@ from . import reads, storage
 from .deferred_imports import OnFirstUse
 from .errors import SessionFileError, UnsafePathError
 from .locking import fsync_directory, make_private_directories
+from .names import KINDS, LINEAGE, RUN, USAGE
 from .transaction import Transaction
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
@@ -46,12 +47,22 @@ if TYPE_CHECKING:
 else:  # imported on first use: `jsonl-session ls` reads no sidecar (see core/deferred_imports.py)
     orjson = OnFirstUse("orjson", globals())
 
-LINEAGE = ".lineage"
-USAGE = ".usage"
-RUN = ".run"
-KINDS = (LINEAGE, USAGE, RUN)
-"""Sidecar suffixes that describe a session and go (rm, import) with it. ``.torn`` is not one:
-it holds bytes nobody has looked at, and ``rm`` keeps it."""
+
+# The sidecar kinds are names (``names``); they are used as ``sidecar_files.RUN`` and so on.
+__all__ = [
+    "KINDS",
+    "LINEAGE",
+    "RUN",
+    "USAGE",
+    "append_line",
+    "present",
+    "read_json",
+    "read_lines",
+    "remove",
+    "sidecar",
+    "stable_json",
+    "write_json",
+]
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -130,26 +141,6 @@ def remove(path: Path, *, durable: bool) -> bool:
     if durable:
         fsync_directory(path.parent)
     return True
-
-
-def forget_previous_owner(session_path: str | os.PathLike[str]) -> None:
-    """Remove the sidecars a deleted session of the same name left; called as a session file is created.
-
-    ``rm sessions/x.jsonl`` by hand leaves ``x.jsonl.run`` and ``x.jsonl.usage`` behind, and a
-    new session ``x`` was born "paused" with the old tokens in ``stats`` (issue 24). A file the
-    library creates (``O_CREAT | O_EXCL``, so it is ours and new) therefore starts with no
-    metadata; a file that comes back otherwise (``git checkout``, ``mv``) keeps its sidecars.
-    The caller fsyncs the folder afterwards (a durable create does anyway). ``.torn`` stays:
-    it holds bytes nobody has looked at (see ``KINDS``).
-    """
-    name = os.fspath(session_path)
-    if not name.endswith(".jsonl"):
-        return  # a sidecar's own file (the .usage log), or not a session at all
-    for kind in KINDS:
-        try:
-            os.unlink(name + kind)
-        except FileNotFoundError:
-            pass
 
 
 def append_line(path: Path, record: dict[str, Any], *, durable: bool, timeout: float) -> None:

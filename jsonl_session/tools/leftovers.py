@@ -5,7 +5,7 @@
 * *orphaned sidecars*: a ``<file>.jsonl.lineage``, ``.usage`` or ``.run`` whose
   ``<file>.jsonl`` no longer exists, because someone removed the session with ``rm``
   (``SessionDirectory.delete`` removes them with it). A session the library creates anew
-  never inherits them (``core.sidecar_files.forget_previous_owner``), and ``check --fix``
+  never inherits them (``core.safe_open.forget_previous_owner``), and ``check --fix``
   removes them. ``.torn`` is not one: it holds bytes nobody has looked at, and ``rm`` keeps it;
 * *kept edits*: when ``jsonl-session edit`` cannot save (the session changed meanwhile), it
   tells the person that their edit is kept, and renames the copy to
