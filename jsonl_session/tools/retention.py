@@ -43,10 +43,8 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 import stat
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -57,10 +55,12 @@ from ..core.errors import JSONLSessionError, SessionExistsError, SessionFileErro
 from ..core.locking import fsync_directory
 from ..core.names import TORN_SUFFIX
 from ..core.transaction import Transaction
-from ..history.usage import COUNTERS, session_usage
+from ..history.usage import session_usage
 from ..session.folder import SessionDirectory
 from . import archive_files
 from .archive_files import Member
+from .archive_listing import ArchivedSession, archived_usage, list_archives
+from .durations import parse_duration
 
 # What belongs to a session besides its file: the sidecars ``rm`` removes (so a new kind added
 # there is archived too) and the ``.torn`` fragments of the session and of its usage log.
@@ -70,8 +70,6 @@ _SIDECARS = (
     *(kind + TORN_SUFFIX for kind in sidecar_files.KINDS),
 )
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 
 ARCHIVED = "archived"
 WOULD_ARCHIVE = "would archive"
@@ -103,24 +101,6 @@ class PruneOutcome:
 
 
 @dataclass(frozen=True)
-class ArchivedSession:
-    """One archive :func:`restore` can bring back (``jsonl-session restore --list``)."""
-
-    session_id: str
-    archive: Path
-    archived_at: str
-    """When it was archived (UTC, ISO 8601)."""
-    last_written: str
-    """When the session was last written before that."""
-    items: int
-    files: tuple[str, ...]
-    size: int
-    """Bytes of the session's files (not of the compressed archive)."""
-    usage: dict[str, int] | None
-    """Its usage totals (``get_session_usage_sync``'s), or None without a usage log."""
-
-
-@dataclass(frozen=True)
 class RestoreOutcome:
     """What :func:`restore` put back: the files (by name), from which archive (now deleted)."""
 
@@ -129,25 +109,6 @@ class RestoreOutcome:
     files: tuple[str, ...]
     already_restored: bool = False
     """A killed restore had put every file back already; only the archive was left to delete."""
-
-
-def parse_duration(text: str) -> timedelta:
-    """A duration as ``prune --older-than`` takes it: ``90m``, ``12h``, ``30d``, ``2w``, ``1d12h``.
-
-    Units: ``s``, ``m`` (minutes), ``h``, ``d``, ``w``; a bare number is refused (which unit?).
-
-    Example:
-        >>> parse_duration("1d12h")
-        datetime.timedelta(days=1, seconds=43200)
-
-    Raises:
-        ValueError: not such a duration.
-    """
-    cleaned = text.strip().lower().replace(" ", "")
-    parts = _DURATION.findall(cleaned)
-    if not cleaned or "".join(number + unit for number, unit in parts) != cleaned:
-        raise ValueError(f"not a duration: {text!r} (examples: 90m, 12h, 30d, 2w, 1d12h)")
-    return timedelta(seconds=sum(float(number) * _UNITS[unit] for number, unit in parts))
 
 
 def prune(
@@ -325,73 +286,6 @@ def restore(directory: SessionDirectory | str | os.PathLike[str], session_id: st
         storage.replace(file.fd, path, session.data, durable=True)
     _delete(archive)
     return RestoreOutcome(session_id, archive, names)
-
-
-def list_archives(
-    directory: SessionDirectory | str | os.PathLike[str],
-    *,
-    on_error: Callable[[Path, Exception], None] | None = None,
-) -> list[ArchivedSession]:
-    """Every archive in the folder, newest archived first, read from the manifests alone.
-
-    An archive that cannot be read (damaged, not ours) goes to ``on_error(path, error)`` and
-    the others are listed; without ``on_error`` its error is raised.
-
-    Example:
-        >>> [(a.session_id, a.archived_at) for a in list_archives("sessions")]   # doctest: +SKIP
-        [('convo_12', '2026-01-02T03:04:05Z')]
-    """
-    folder = _folder(directory)
-    found = []
-    for path in archive_files.archives(folder.directory / archive_files.FOLDER):
-        try:
-            found.append(_archived(path))
-        except (OSError, JSONLSessionError) as exc:
-            if on_error is None:
-                raise
-            on_error(path, exc)
-    return sorted(found, key=lambda archived: (archived.archived_at, archived.session_id), reverse=True)
-
-
-def archived_usage(
-    directory: SessionDirectory | str | os.PathLike[str],
-    *,
-    on_error: Callable[[Path, Exception], None] | None = None,
-) -> dict[str, dict[str, int]]:
-    """Usage totals of the archived sessions that had a usage log, by session id.
-
-    Several archives of one id (pruned, written again, pruned again) are added up. An archive
-    that cannot be read goes to ``on_error(path, error)``, or its error is raised.
-
-    Example:
-        >>> archived_usage("sessions")["convo_12"]["total_tokens"]      # doctest: +SKIP
-        8120
-    """
-    totals: dict[str, dict[str, int]] = {}
-    for archived in list_archives(directory, on_error=on_error):
-        if archived.usage is None:
-            continue
-        into = totals.setdefault(archived.session_id, dict.fromkeys((*COUNTERS, "runs", "total_turns"), 0))
-        for name in into:
-            value = archived.usage.get(name, 0)
-            into[name] += value if isinstance(value, int) else 0
-    return totals
-
-
-def _archived(path: Path) -> ArchivedSession:
-    manifest = archive_files.read_manifest(path)
-    files = [entry for entry in manifest.get("files", []) if isinstance(entry, dict)]
-    usage = manifest.get("usage")
-    return ArchivedSession(
-        session_id=str(manifest.get("session_id")),
-        archive=path,
-        archived_at=str(manifest.get("archived_at")),
-        last_written=str(manifest.get("last_written")),
-        items=int(manifest.get("items") or 0),
-        files=tuple(str(entry.get("name")) for entry in files),
-        size=sum(int(entry.get("size") or 0) for entry in files),
-        usage=usage if isinstance(usage, dict) else None,
-    )
 
 
 def _snapshot(path: Path) -> dict[str, os.stat_result] | None:
