@@ -104,9 +104,13 @@ def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
             outcomes = asyncio.run(
                 _in_backend_errors(url, import_all(url, directory(args), progress=progress))
             )
+    folder = directory(args).directory
     for outcome in outcomes:
         if outcome.status in ("differs", "failed"):
             print(f"{outcome.session_id}: {outcome.status}: {outcome.detail}", file=sys.stderr)
+        elif outcome.left_behind and outcome.status == "copied":
+            left = ", ".join(outcome.left_behind)
+            note(f"{outcome.session_id}: {left} stay in {folder} (the backend stores items only)")
     counts = Counter(outcome.status for outcome in outcomes)
     copied = sum(outcome.items for outcome in outcomes if outcome.status == "copied")
     where = f"to {shown_url(url)}" if verb == "export" else f"from {shown_url(url)}"

@@ -87,12 +87,18 @@ class Backend:
     """One connection to a backend, handing out its sessions (see :func:`open_backend`)."""
 
     def __init__(
-        self, url: str, make: Callable[[str], Any], list_ids: Callable[[], Any], close: Callable[[Any], None]
+        self,
+        url: str,
+        make: Callable[[str], Any],
+        list_ids: Callable[[], Any],
+        close: Callable[[Any], None],
+        add_empty: Callable[[str], Any] | None = None,
     ) -> None:
         self.url = url
         self._make = make
         self._list_ids = list_ids
         self._close = close
+        self._add_empty = add_empty
 
     def session(self, session_id: str) -> Any:
         """The SDK session stored under ``session_id`` (sharing this backend's connection)."""
@@ -103,8 +109,46 @@ class Backend:
         self._close(session)
 
     async def session_ids(self) -> list[str]:
-        """Ids of the sessions that have items there, sorted."""
-        return sorted(await self._list_ids())
+        """Ids of the sessions stored there (empty ones included), sorted; foreign ids left out."""
+        return (await self.listing())[0]
+
+    async def listing(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """The ids stored there, sorted, and the foreign ones: ``(shown id, why it is not one)``.
+
+        A foreign id is one this package cannot copy to a file (not UTF-8 text, empty, not a
+        usable file name): whatever wrote it, it is reported, not copied, and the rest goes on.
+        """
+        from ..core.names import filename_for
+
+        ids, foreign = set(), []
+        for raw in await self._list_ids():
+            if isinstance(raw, _Blob):
+                foreign.append((repr(raw.value)[:80], "the id is a BLOB, not text; not copied"))
+                continue
+            if isinstance(raw, bytes | bytearray | memoryview):
+                try:
+                    raw = bytes(raw).decode()
+                except UnicodeDecodeError:
+                    foreign.append((repr(bytes(raw))[:80], "the id is not UTF-8 text; not copied"))
+                    continue
+            if not isinstance(raw, str):
+                foreign.append((repr(raw)[:80], f"the id is not text (a {type(raw).__name__}); not copied"))
+                continue
+            if not raw:
+                foreign.append(("''", "the id is empty; not copied"))
+                continue
+            try:
+                filename_for(raw)
+            except ValueError as exc:
+                foreign.append((raw if len(raw) <= 80 else raw[:77] + "...", f"{exc}; not copied"))
+                continue
+            ids.add(raw)
+        return sorted(ids), sorted(foreign)
+
+    async def add_empty(self, session_id: str) -> None:
+        """Store ``session_id`` as a session with no items (see docs/backends.md, "Empty sessions")."""
+        if self._add_empty is not None:
+            await self._add_empty(session_id)
 
 
 @asynccontextmanager
@@ -133,7 +177,13 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
             session.close()
 
         try:
-            yield Backend(url, make_sqlite, lambda: asyncio.to_thread(_sqlite_ids, path), close_sqlite)
+            yield Backend(
+                url,
+                make_sqlite,
+                lambda: asyncio.to_thread(_sqlite_ids, path),
+                close_sqlite,
+                lambda session_id: asyncio.to_thread(_sqlite_add_empty, path, session_id),
+            )
         finally:
             for session in list(opened):
                 close_sqlite(session)
@@ -145,6 +195,7 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
                 lambda session_id: redis_session(session_id, redis_client=client),
                 lambda: _redis_ids(client),
                 _keep,
+                lambda session_id: _redis_add_empty(client, session_id),
             )
         finally:
             await client.aclose()
@@ -163,6 +214,7 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
                 make_sql,
                 lambda: _sqlalchemy_ids(engine),
                 _keep,
+                lambda session_id: _sqlalchemy_add_empty(engine, session_id),
             )
         finally:
             await engine.dispose()
@@ -174,36 +226,59 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
 
 
 def shown_url(url: str) -> str:
-    """``url`` with its password masked, for messages.
+    """``url`` with its passwords masked, for messages: the userinfo's, and any query parameter
+    named like a secret (``password``, ``passwd``, ``pwd``, ``secret``, ``token``, in any case or
+    as part of a longer name), which both drivers accept (``redis://host/0?password=...``).
 
     Example:
         >>> shown_url("redis://user:hun/ter2@localhost:6379/0")
         'redis://user:***@localhost:6379/0'
+        >>> shown_url("redis://localhost:6379/0?db=1&password=hunter2")
+        'redis://localhost:6379/0?db=1&password=***'
     """
     password = _password(url)
-    return url.replace(f":{password}@", ":***@", 1) if password else url
+    shown = url.replace(f":{password}@", ":***@", 1) if password else url
+    return _QUERY_SECRET.sub(lambda match: match.group(1) + "***", shown)
 
 
 def quotes_password(text: str, url: str) -> bool:
-    """Whether ``text`` (a driver's error message) holds the URL's password or a piece of it,
-    as a driver that split it at a ``/``, ``@`` or ``:`` would quote it."""
-    password = _password(url)
-    if not password:
-        return False
-    return any(piece in text for piece in (password, *re.split(r"[/@:]", password)) if len(piece) >= 2)
+    """Whether ``text`` (a driver's error message) holds one of the URL's passwords or a piece
+    of it, as a driver that split it at a ``/``, ``@`` or ``:`` would quote it."""
+    for password in _secrets(url):
+        if any(piece in text for piece in (password, *re.split(r"[/@:]", password)) if len(piece) >= 2):
+            return True
+    return False
 
 
 def _password(url: str) -> str | None:
     """The password in ``url``: from ``user:`` to the *last* ``@``, so a ``/`` or ``@`` written
     in it unencoded (which the drivers accept) is part of it, not the end of it."""
-    match = re.match(r"[^:/]+://[^/@:]*:(.+)@", url)
+    match = re.match(r"[^:/]+://[^/@:?#]*:(.+)@", url.split("?", 1)[0])
     return match.group(1) if match else None
+
+
+# A query parameter whose name says it holds a secret, up to the next ``&`` or ``#``.
+_QUERY_SECRET = re.compile(r"([?&;][^=&#]*(?:password|passwd|pwd|secret|token)[^=&#]*=)[^&#]*", re.IGNORECASE)
+
+
+def _secrets(url: str) -> list[str]:
+    """Every password ``url`` holds (the userinfo's, the query's), as written and percent-decoded."""
+    from urllib.parse import unquote
+
+    found = [match.group(0).split("=", 1)[1] for match in _QUERY_SECRET.finditer(url)]
+    password = _password(url)
+    if password:
+        found.append(password)
+    return [secret for value in found if value for secret in {value, unquote(value)}]
 
 
 # The SDK's sessions have no "list sessions" call: these read the layout its stores document
 # (default table names and key prefix), and only ever read.
 _MESSAGES_TABLE = "agent_messages"
+_SESSIONS_TABLE = "agent_sessions"
 _REDIS_PREFIX = "agents:session:"
+# An empty session is stored as the SDK stores a session before its first item: a row of the
+# sessions table with no messages (SQL), the session's hash with no message list (Redis).
 
 
 def _keep(session: Any) -> None:
@@ -225,14 +300,47 @@ def _sqlite_session(path: str, session_id: str) -> Any:
     return SQLiteSession(session_id, path)
 
 
-def _sqlite_ids(path: str) -> list[str]:
+def _sqlite_ids(path: str) -> list[object]:
+    import os
     import sqlite3
 
+    if not os.path.exists(path):
+        return []  # nothing stored yet (an export creates it)
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-        try:
-            return [row[0] for row in db.execute(f"SELECT DISTINCT session_id FROM {_MESSAGES_TABLE}")]
-        except sqlite3.OperationalError:  # no such table: nothing was ever stored there
-            return []
+        found: list[object] = []
+        for table in (_MESSAGES_TABLE, _SESSIONS_TABLE):
+            try:
+                found += [row[0] for row in db.execute(f"SELECT DISTINCT session_id FROM {table}")]
+            except sqlite3.OperationalError:  # no such table: nothing was ever stored there
+                pass
+        return _unique(found)
+
+
+def _sqlite_add_empty(path: str, session_id: str) -> None:
+    session = _sqlite_session(path, session_id)  # creates the SDK's tables if missing
+    session.close()
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute(f"INSERT OR IGNORE INTO {_SESSIONS_TABLE} (session_id) VALUES (?)", (session_id,))
+
+
+class _Blob:
+    """An SQL ``session_id`` stored as bytes: not an id the SDK (or we) would write."""
+
+    def __init__(self, value: bytes) -> None:
+        self.value = value
+
+
+def _unique(values: list[object]) -> list[object]:
+    """``values`` without repeats; bytes (an SQL BLOB) wrapped as :class:`_Blob`."""
+    seen: dict[tuple[type, object], object] = {}
+    for value in values:
+        seen.setdefault((type(value), value), value)
+    return [
+        _Blob(bytes(value)) if isinstance(value, bytes | bytearray | memoryview) else value
+        for value in seen.values()
+    ]
 
 
 def _redis_client(url: str) -> tuple[Any, Any]:
@@ -244,13 +352,38 @@ def _redis_client(url: str) -> tuple[Any, Any]:
     return Redis.from_url(url), RedisSession
 
 
-async def _redis_ids(client: Any) -> list[str]:
-    suffix = b":messages"
-    found = []
-    async for key in client.scan_iter(match=_REDIS_PREFIX + "*" + ":messages", count=1000):
+async def _redis_ids(client: Any) -> list[object]:
+    """Ids with a message list, and ids of empty sessions (a session hash without one); raw bytes."""
+    prefix = _REDIS_PREFIX.encode()
+    with_items, others = set(), []
+    async for key in client.scan_iter(match=_REDIS_PREFIX + "*", count=1000):
         key = key if isinstance(key, bytes) else key.encode()
-        found.append(key[len(_REDIS_PREFIX) : -len(suffix)].decode())
-    return found
+        if key.endswith(b":messages"):
+            with_items.add(key[len(prefix) : -len(b":messages")])
+        elif not key.endswith(b":counter"):
+            others.append(key)
+    # A session hash whose id has no message list is an empty session if it names itself.
+    empty = []
+    for key in others:
+        session_id = key[len(prefix) :]
+        if session_id not in with_items and await _redis_names(client, key, session_id):
+            empty.append(session_id)
+    return [*with_items, *empty]
+
+
+async def _redis_names(client: Any, key: bytes, session_id: bytes) -> bool:
+    try:
+        return bool(await client.hget(key, "session_id") == session_id)
+    except Exception:  # noqa: BLE001  (WRONGTYPE: a key of someone else's)
+        return False
+
+
+async def _redis_add_empty(client: Any, session_id: str) -> None:
+    import time
+
+    key = _REDIS_PREFIX + session_id
+    await client.hset(key, "session_id", session_id)
+    await client.hsetnx(key, "created_at", str(int(time.time())))
 
 
 def _sqlalchemy_engine(url: str) -> tuple[Any, Any]:
@@ -279,14 +412,29 @@ def _sqlalchemy_engine(url: str) -> tuple[Any, Any]:
         raise InvalidBackendURL(f"{url!r}: not a usable SQLAlchemy URL ({exc})") from None
 
 
-async def _sqlalchemy_ids(engine: Any) -> list[str]:
+async def _sqlalchemy_ids(engine: Any) -> list[object]:
     from sqlalchemy import inspect, text
 
+    found: list[object] = []
     async with engine.connect() as connection:
-        if not await connection.run_sync(lambda sync: inspect(sync).has_table(_MESSAGES_TABLE)):
-            return []
-        rows = await connection.execute(text(f"SELECT DISTINCT session_id FROM {_MESSAGES_TABLE}"))
-        return [row[0] for row in rows]
+        for table in (_MESSAGES_TABLE, _SESSIONS_TABLE):
+            if await connection.run_sync(lambda sync, table=table: inspect(sync).has_table(table)):
+                rows = await connection.execute(text(f"SELECT DISTINCT session_id FROM {table}"))
+                found += [row[0] for row in rows]
+    return _unique(found)
+
+
+async def _sqlalchemy_add_empty(engine: Any, session_id: str) -> None:
+    from sqlalchemy import text
+
+    async with engine.begin() as connection:
+        exists = await connection.execute(
+            text(f"SELECT 1 FROM {_SESSIONS_TABLE} WHERE session_id = :id"), {"id": session_id}
+        )
+        if exists.first() is None:
+            await connection.execute(
+                text(f"INSERT INTO {_SESSIONS_TABLE} (session_id) VALUES (:id)"), {"id": session_id}
+            )
 
 
 def _missing(what: str, how: str) -> str:

@@ -8,7 +8,13 @@ first stopped:
   ``MULTI``/``EXEC`` pipeline in Redis), so an interrupted run leaves whole sessions or none;
 * **import**: each session is written in one rename under the file's lock (``rewrite``);
 * a target that already holds exactly the same items (byte-equal as JSON Lines) is skipped;
-  a target that holds anything else is reported as ``differs`` and never overwritten.
+  a target that holds anything else is reported as ``differs`` and never overwritten;
+* whatever is wrong with one session (a malformed file, an id in the backend that is not ours:
+  not UTF-8, empty, too long for a file name, a key of another type) is that session's
+  ``failed`` outcome with its reason, and the others go on; only an error of the backend
+  itself (the connection dropped) stops the run, which a re-run then finishes;
+* an empty session is copied too: see docs/backends.md ("Empty sessions") for how a backend
+  holds one.
 
 Example:
     >>> outcomes = await export_all(SessionDirectory("sessions"), "redis://localhost/0")  # doctest: +SKIP
@@ -20,11 +26,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..core import worker_threads
 from ..core.codec import encode_items
+from ..core.errors import JSONLSessionError
 from ..session.folder import SessionDirectory
 from ..session.store import JSONLSession
 from .backends import Backend, open_backend
@@ -45,6 +52,8 @@ class Outcome:
     status: Status
     items: int = 0
     detail: str = ""
+    left_behind: tuple[str, ...] = ()
+    """Export only: the session's metadata a backend cannot hold (``metadata_left_behind``)."""
 
 
 async def export_all(
@@ -58,21 +67,29 @@ async def export_all(
         >>> await export_all(SessionDirectory("sessions"), "postgresql://me@db/chats")  # doctest: +SKIP
         [Outcome(session_id='convo_123', status='copied', items=42, detail=''), ...]
     """
+    from .single import metadata_left_behind
+
     ids = directory.ids()
     async with open_backend(url) as backend:
+        stored = set(await backend.session_ids())  # to tell an empty session there from none
 
         async def one(session_id: str) -> Outcome:
-            local = directory.open(session_id)
             try:
-                items = await local.get_items()  # waits for a lock held elsewhere on the loop
-            finally:
-                local.close()
-            return await _export_one(backend, session_id, items)
+                local = directory.open(session_id)
+                try:
+                    items = await local.get_items()  # waits for a lock held elsewhere on the loop
+                    left = tuple(metadata_left_behind(local))
+                finally:
+                    local.close()
+            except (JSONLSessionError, OSError, ValueError) as exc:
+                return Outcome(session_id, "failed", 0, f"{exc}; not exported")
+            outcome = await _per_session(session_id, _export_one(backend, session_id, items, stored))
+            return replace(outcome, left_behind=left) if outcome.status in ("copied", "skipped") else outcome
 
         return await _each(ids, one, progress, concurrency)
 
 
-async def _export_one(backend: Backend, session_id: str, items: list[Any]) -> Outcome:
+async def _export_one(backend: Backend, session_id: str, items: list[Any], stored: set[str]) -> Outcome:
     remote = backend.session(session_id)
     try:
         try:
@@ -89,9 +106,38 @@ async def _export_one(backend: Backend, session_id: str, items: list[Any]) -> Ou
             )
         if items:
             await remote.add_items(items)  # one call: one transaction, all or nothing
+        elif session_id in stored:
+            return Outcome(session_id, "skipped", 0)  # stored empty already
+        else:
+            await backend.add_empty(session_id)
         return Outcome(session_id, "copied", len(items))
     finally:
         backend.done(remote)
+
+
+async def _per_session(session_id: str, work: Awaitable[Outcome]) -> Outcome:
+    """``work``'s outcome, or ``failed`` if it raised an error about this session's data.
+
+    A backend's complaint about one key or row (Redis ``WRONGTYPE``, an item that is not JSON)
+    fails that session; anything else (the connection, the credentials) stops the run.
+    """
+    try:
+        return await work
+    except (JSONLSessionError, ValueError, TypeError, LookupError) as exc:
+        return Outcome(session_id, "failed", 0, _reason(exc))
+    except Exception as exc:
+        if type(exc).__name__ in _DATA_ERRORS:
+            return Outcome(session_id, "failed", 0, _reason(exc))
+        raise
+
+
+# A backend's errors about one key or row, by name (their packages are optional imports).
+_DATA_ERRORS = {"ResponseError", "DataError", "IntegrityError"}
+
+
+def _reason(exc: BaseException) -> str:
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first_line}" if not isinstance(exc, JSONLSessionError) else first_line
 
 
 async def import_all(
@@ -104,20 +150,38 @@ async def import_all(
         [Outcome(session_id='convo_123', status='skipped', items=42, detail=''), ...]
     """
     async with open_backend(url) as backend:
+        ids, foreign = await backend.listing()
 
-        async def one(session_id: str) -> Outcome:
+        async def read(session_id: str) -> list[Any]:
             remote = backend.session(session_id)
             try:
-                items = await remote.get_items()
+                return list(await remote.get_items())
             finally:
                 backend.done(remote)
+
+        async def write(session_id: str, items: list[Any]) -> Outcome:
+            there = not items and directory.exists(session_id)  # an empty session, imported before?
             local = directory.open(session_id)
             try:
-                return await import_items(local, items)
+                outcome = await import_items(local, items)
             finally:
                 local.close()
+            return replace(outcome, status="skipped") if there and outcome.status == "copied" else outcome
 
-        return await _each(await backend.session_ids(), one, progress, concurrency)
+        async def one(session_id: str) -> Outcome:
+            try:
+                items = await read(session_id)
+            except Exception as exc:  # noqa: BLE001  (sorted by _per_session: ours, or re-raised)
+                failed = await _per_session(session_id, _raised(exc))
+                return replace(failed, detail=f"{failed.detail}; not imported")
+            return await _per_session(session_id, write(session_id, items))
+
+        outcomes = await _each(ids, one, progress, concurrency)
+        return outcomes + [Outcome(shown, "failed", 0, why) for shown, why in foreign]
+
+
+async def _raised(exc: BaseException) -> Outcome:
+    raise exc
 
 
 async def _each(

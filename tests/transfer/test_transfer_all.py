@@ -82,7 +82,8 @@ def test_export_all_then_import_all_round_trips_every_session(
 ) -> None:
     source = tmp_path / "source"
     originals = make_folder(source, 12)
-    (source / "empty.jsonl").write_bytes(b"")  # an empty file: nothing to copy, not an error
+    (source / "empty.jsonl").write_bytes(b"")  # an empty session: copied too, and back (issue 24)
+    originals["empty"] = b""
     exported = in_process(capsys, source, "export", "--all", "--to", backend)
     total = sum(len(TRICKY) + n % 5 for n in range(12))
     summary = f"exported 13 sessions ({total} items) to {backend}; 0 already there, 0 differ, 0 failed\n"
@@ -91,12 +92,12 @@ def test_export_all_then_import_all_round_trips_every_session(
     imported = in_process(capsys, back, "import", backend, "--all")
     assert imported.code == 0, imported.err
     assert (
-        imported.err.startswith("imported 12 sessions (") and "\r" not in imported.err
+        imported.err.startswith("imported 13 sessions (") and "\r" not in imported.err
     )  # no bar: not a terminal
     assert files(back) == originals  # byte for byte, every one
 
     again = in_process(capsys, back, "import", backend, "--all")  # nothing left to do: all identical
-    assert (again.code, again.err.split("; ")[1]) == (0, "12 already there, 0 differ, 0 failed\n")
+    assert (again.code, again.err.split("; ")[1]) == (0, "13 already there, 0 differ, 0 failed\n")
 
 
 def test_rerun_skips_identical_reports_different_and_never_overwrites(
