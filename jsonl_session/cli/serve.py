@@ -8,7 +8,8 @@ from .output import UsageError
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..serve.server import AddressRefused, serve
+    from ..serve.addresses import AddressRefused
+    from ..serve.server import serve
 
     try:
         return serve(

@@ -18,12 +18,8 @@ folder watch had already seen. A page's items, its version and its subscription 
 together under the hub's lock; a page that reconnects with an older version
 (``Last-Event-ID``) gets a ``reset`` with the whole list first.
 
-Bounded per client: a subscriber's queue is bounded in bytes (:data:`MAX_QUEUED_BYTES`), not
-in events (one ``replaced`` of a 1 MB session is 1 MB: 300 rewrites queued for a tab that
-never read took ``serve`` from 34 MB to 331 MB). Past the bound its queue is dropped and it
-gets one ``reset`` when it reads again, made then from the mirror. Events are shared by
-every subscriber, never copied per client. A client that reads nothing at all is dropped
-by the server's write timeout (``server.Limits``); its ``EventSource`` reconnects by itself.
+Bounded per client: see ``subscriptions``; a client that reads nothing at all is dropped by
+the server's write timeout (``server.Limits``), and its ``EventSource`` reconnects by itself.
 
 Items are numbered by position (1 for the first item): the line numbers ``show --html``
 prints, for files written by this library (which never writes blank lines).
@@ -50,11 +46,9 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -62,162 +56,19 @@ from ..core import reads
 from ..core.errors import JSONLSessionError, LockTimeout, UnsafePathError
 from ..core.names import filename_for
 from ..core.transaction import Transaction
-from ..render.html import PIECE_BYTES, script_json
-from ..render.views import ItemView, ViewBuilder, encode_view, read_file, views_of_lines, views_of_scans
+from ..render.html import script_json
+from ..render.views import ViewBuilder, read_file, views_of_lines, views_of_scans
 from ..session.folder import SessionDirectory
-from ..watch import Change, SessionWatchSync, watch_directory_sync, watch_session_sync
+from ..watch import Change, watch_directory_sync, watch_session_sync
+from .mirrors import Mirror, WatchedFile, kept_view
+from .subscriptions import MAX_QUEUED_BYTES, Event, Subscription
 
-if TYPE_CHECKING:
-    from typing_extensions import Self
-
-MAX_QUEUED_BYTES = 1024 * 1024
-"""Bytes of events a subscriber may fall behind (beyond one event) before it is sent one ``reset`` instead."""
 LINGER_SECONDS = 15.0
 """How long a session's mirror is kept after its last page went (a reload, the page's events connecting)."""
 LENIENT_READ_TIMEOUT = 2.0
 """At most this long waiting for a failed session's lock, to show what the file holds."""
 RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0)
 """Waits before restarting the watch after an error (then 5 s each time)."""
-
-
-@dataclass(frozen=True)
-class Event:
-    """One server-sent event: the version it brings a page to, and its JSON payload in pieces.
-
-    ``views`` (escaped JSON objects, shared with the mirror, never copied) go between ``head``
-    and ``tail``, joined by commas: a ``reset`` of a 40 MB session is written from the
-    mirror's views, a piece at a time, without a 40 MB copy per client.
-    """
-
-    version: int
-    head: bytes
-    views: Sequence[bytes] = ()
-    tail: bytes = b""
-
-    @property
-    def size(self) -> int:
-        """Bytes of the payload (what it costs a queue to hold it)."""
-        return len(self.head) + len(self.tail) + sum(map(len, self.views)) + len(self.views)
-
-    def pieces(self) -> Iterator[bytes]:
-        """The payload, in pieces of about ``PIECE_BYTES``."""
-        yield self.head
-        piece: list[bytes] = []
-        size = 0
-        comma = b""
-        for data in self.views:
-            piece.append(data)
-            size += len(data)
-            if size >= PIECE_BYTES:
-                yield comma + b",".join(piece)
-                piece, size, comma = [], 0, b","
-        if piece:
-            yield comma + b",".join(piece)
-        yield self.tail
-
-    @property
-    def data(self) -> bytes:
-        """The whole payload at once (tests)."""
-        return b"".join(self.pieces())
-
-
-@dataclass
-class _Mirror:
-    """An open session: its follower, its views (escaped JSON), and the version they are at."""
-
-    watch: SessionWatchSync
-    version: int = 0
-    views: list[bytes] = field(default_factory=list)
-    builder: ViewBuilder = field(default_factory=ViewBuilder)
-    problem: str = ""  # why the session cannot be read now, until it can again
-    fresh: bool = True  # the follower's next look is its first: it delivers every item
-    used: float = field(default_factory=time.monotonic)
-
-
-class Subscription:
-    """The events for one page (one session, or the index when ``session_id`` is None).
-
-    ``get`` returns the next :class:`Event`, None after ``timeout`` seconds without one (time
-    for a keep-alive), and raises :class:`EOFError` once the hub or the subscription is closed.
-    """
-
-    def __init__(self, hub: Hub, session_id: str | None, max_bytes: int) -> None:
-        self.session_id = session_id
-        self._hub = hub
-        self._max_bytes = max_bytes
-        self._queue: collections.deque[Event] = collections.deque()
-        self._bytes = 0
-        self._ready = threading.Condition(threading.Lock())
-        self._behind = False
-        self._closed = False
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        self.close()
-
-    @property
-    def queued_bytes(self) -> int:
-        """Bytes of the events waiting for this subscriber."""
-        with self._ready:
-            return self._bytes
-
-    def get(self, timeout: float) -> Event | None:
-        with self._ready:
-            self._ready.wait_for(lambda: self._queue or self._behind or self._closed, timeout)
-            if self._closed:
-                raise EOFError("the viewer is stopping")
-            if self._queue:
-                event = self._queue.popleft()
-                self._bytes -= event.size
-                return event
-            if not self._behind:
-                return None
-        return self._hub._catch_up(self)
-
-    def close(self) -> None:
-        self._hub._unsubscribe(self)
-        self.stop()
-
-    def stop(self) -> None:
-        with self._ready:
-            self._closed = True
-            self._ready.notify_all()
-
-    def put(self, event: Event) -> None:
-        """Queue ``event`` (the hub holds its lock); past ``max_bytes``, drop all and catch up later."""
-        with self._ready:
-            if self._behind or self._closed:
-                return
-            size = event.size
-            if self._queue and self._bytes + size > self._max_bytes:
-                self._queue.clear()
-                self._bytes = 0
-                self._behind = True
-            else:
-                self._queue.append(event)
-                self._bytes += size
-            self._ready.notify_all()
-
-    def fall_behind(self) -> None:
-        """Drop what is queued: the next ``get`` is a ``reset`` made from the hub's state then."""
-        with self._ready:
-            self._queue.clear()
-            self._bytes = 0
-            self._behind = True
-            self._ready.notify_all()
-
-    def restart(self, event: Event) -> None:
-        """Replace whatever is queued by ``event`` (the hub holds its lock)."""
-        with self._ready:
-            self._queue.clear()
-            self._queue.append(event)
-            self._bytes = event.size
-            self._behind = False
-            self._ready.notify_all()
 
 
 class Hub:
@@ -230,7 +81,7 @@ class Hub:
         self.lock_timeout = lock_timeout
         self.queued_bytes = queued_bytes
         self._lock = threading.RLock()
-        self._mirrors: dict[str, _Mirror] = {}
+        self._mirrors: dict[str, Mirror] = {}
         self._subscribers: dict[str | None, set[Subscription]] = collections.defaultdict(set)
         self._version = 0
         self._stop = threading.Event()
@@ -303,7 +154,7 @@ class Hub:
 
     # -- inside -----------------------------------------------------------------------------
 
-    def _mirror(self, session_id: str) -> _Mirror | None:
+    def _mirror(self, session_id: str) -> Mirror | None:
         """The session's mirror, made now (its first look: the file read) if needed. Under the lock."""
         mirror = self._mirrors.get(session_id)
         if mirror is None:
@@ -314,7 +165,7 @@ class Hub:
                 self._mirrors[session_id] = mirror
             else:  # a bad line, a lock held too long: the follower says why
                 watch = watch_session_sync(self._watched(session_id), start="all")
-                mirror = self._mirrors[session_id] = _Mirror(watch)
+                mirror = self._mirrors[session_id] = Mirror(watch)
                 self._refresh(session_id, mirror, send=False)
                 if self._mirrors.get(session_id) is not mirror:  # a symlink after all: not a session
                     return None
@@ -323,7 +174,7 @@ class Hub:
         mirror.used = time.monotonic()
         return mirror
 
-    def _read(self, session_id: str) -> _Mirror | None:
+    def _read(self, session_id: str) -> Mirror | None:
         """A new mirror, the session read a piece at a time; None if a line is not an item.
 
         Rendering as the file is read keeps the peak near the views' size: the follower's own
@@ -347,13 +198,13 @@ class Hub:
                     if view.tone == "invalid":
                         watch.close()
                         return None
-                    views.append(_kept(view))
+                    views.append(kept_view(view))
         except (JSONLSessionError, OSError):
             return None
-        return _Mirror(watch, views=views, builder=builder, fresh=False)
+        return Mirror(watch, views=views, builder=builder, fresh=False)
 
-    def _watched(self, session_id: str) -> _Watched:
-        return _Watched(self.directory, session_id, self.lock_timeout)
+    def _watched(self, session_id: str) -> WatchedFile:
+        return WatchedFile(self.directory, session_id, self.lock_timeout)
 
     def _run(self) -> None:
         failures = 0
@@ -402,7 +253,7 @@ class Hub:
             for session_id, mirror in list(self._mirrors.items()):
                 self._refresh(session_id, mirror)
 
-    def _refresh(self, session_id: str, mirror: _Mirror, *, send: bool = True) -> None:
+    def _refresh(self, session_id: str, mirror: Mirror, *, send: bool = True) -> None:
         """Bring the mirror up to date with the file, and queue each change for its pages. Under the lock."""
         try:
             changes = mirror.watch.catch_up()
@@ -419,7 +270,7 @@ class Hub:
         except (JSONLSessionError, OSError) as error:  # a malformed line...: show what the file holds
             mirror.watch.close()
             mirror.watch = watch_session_sync(
-                _Watched(self.directory, session_id, self.lock_timeout), start="all"
+                WatchedFile(self.directory, session_id, self.lock_timeout), start="all"
             )
             mirror.fresh = True
             mirror.problem = str(error)
@@ -450,9 +301,9 @@ class Hub:
                 views = tuple(mirror.views)
             self._send(session_id, mirror, {"kind": change.kind, "count": change.count}, views, send=send)
 
-    def _render(self, mirror: _Mirror, items: list[Any], *, start: int = 0) -> list[bytes]:
+    def _render(self, mirror: Mirror, items: list[Any], *, start: int = 0) -> list[bytes]:
         builder = mirror.builder
-        return [_kept(builder.view(item, start + n)) for n, item in enumerate(items, 1)]
+        return [kept_view(builder.view(item, start + n)) for n, item in enumerate(items, 1)]
 
     def _read_leniently(self, session_id: str) -> list[bytes]:
         """The views of a session the follower failed to read, as ``show --html`` reads it (or none)."""
@@ -463,12 +314,12 @@ class Hub:
             )
         except (OSError, ValueError, JSONLSessionError):
             return []
-        return [_kept(view) for view in views_of_lines(data)]
+        return [kept_view(view) for view in views_of_lines(data)]
 
     def _send(
         self,
         session_id: str,
-        mirror: _Mirror,
+        mirror: Mirror,
         payload: dict[str, Any],
         views: Sequence[bytes] = (),
         *,
@@ -485,7 +336,7 @@ class Hub:
         for subscriber in self._subscribers.get(session_id, ()):
             subscriber.put(event)
 
-    def _catch_up(self, subscriber: Subscription) -> Event:
+    def catch_up(self, subscriber: Subscription) -> Event:
         """A reset for a subscriber that fell behind, made from the mirror now, under the lock."""
         with self._lock:
             session_id = subscriber.session_id
@@ -518,7 +369,7 @@ class Hub:
                 for subscriber in subscribers:
                     subscriber.put(Event(self._version, data))
 
-    def _unsubscribe(self, subscriber: Subscription) -> None:
+    def unsubscribe(self, subscriber: Subscription) -> None:
         with self._lock:
             subscribers = self._subscribers.get(subscriber.session_id)
             if subscribers is not None:
@@ -528,21 +379,3 @@ class Hub:
             mirror = self._mirrors.get(subscriber.session_id) if subscriber.session_id is not None else None
             if mirror is not None:
                 mirror.used = time.monotonic()  # kept LINGER_SECONDS more (a reload)
-
-
-def _kept(view: ItemView) -> bytes:
-    """A view as escaped JSON, in a bytes object of its own size.
-
-    orjson's result sits in a 4 KB allocation however short it is: kept as they come, the
-    views of a 10 MB session took 96 MB instead of 11 (tracemalloc).
-    """
-    return memoryview(script_json(encode_view(view))).tobytes()
-
-
-@dataclass(frozen=True)
-class _Watched:
-    """What a session watch needs of a session (``watch.WatchedSession``), without opening one."""
-
-    directory: Path
-    session_id: str
-    lock_timeout: float

@@ -26,13 +26,10 @@ from the hub's views, never copied whole per client.
 
 Safety: no route takes a path. A session is looked up by id among the regular files
 directly in the folder (a symlink is not a session), so ``..``, ``%2e%2e``, absolute paths
-and links out of the folder all end in 404. The server binds to 127.0.0.1 unless ``--host``
-says otherwise; any other address than a loopback one needs ``--allow-remote`` and prints a
-warning. Whatever the address, it answers only requests whose ``Host`` names this machine:
-``localhost``, an address in 127.0.0.0/8, ``[::1]``, or exactly the address it was bound to
-(a web page elsewhere cannot read sessions through DNS rebinding). Every response carries a
-Content-Security-Policy with ``frame-ancestors 'none'`` (no page can be framed); pages'
-policy allows only their own script.
+and links out of the folder all end in 404. Where it listens and which ``Host`` names it
+answers is ``addresses``' policy (loopback unless ``--allow-remote``; no DNS rebinding). Every
+response carries ``frame-ancestors 'none'`` (no page can be framed); pages' policy allows
+only their own script.
 
 Ctrl-C (SIGINT) or SIGTERM stops it: open event streams are ended, the watch stops, and the
 command exits with status 0 (a server stopped on purpose is not an error), without a traceback.
@@ -44,7 +41,6 @@ Example:
 
 from __future__ import annotations
 
-import ipaddress
 import signal
 import socket
 import sys
@@ -64,7 +60,9 @@ from ..core.errors import JSONLSessionError
 from ..core.names import filename_for
 from ..render.html import Live, content_security_policy, index_page, transcript_parts
 from ..session.folder import SessionDirectory, SessionInfo
-from .hub import MAX_QUEUED_BYTES, Hub
+from .addresses import check_address, is_local, local_names
+from .hub import Hub
+from .subscriptions import MAX_QUEUED_BYTES
 
 KEEP_ALIVE_SECONDS = 10.0
 """How often an idle event stream sends a comment (a closed tab is noticed on the next write)."""
@@ -92,10 +90,6 @@ class Limits:
     head_seconds: float = 10.0
     write_seconds: float = 30.0
     queued_bytes: int = MAX_QUEUED_BYTES
-
-
-class AddressRefused(ValueError):
-    """``--host``/``--port`` that ``serve`` will not listen on (a usage error: exit 2)."""
 
 
 class ViewerServer(ThreadingHTTPServer):
@@ -206,7 +200,7 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def _route(self, *, body: bool = True) -> None:
-        if not _is_local(self.headers.get("Host", ""), self.server.hosts):
+        if not is_local(self.headers.get("Host", ""), self.server.hosts):
             self._send(
                 HTTPStatus.FORBIDDEN,
                 b"this viewer only answers requests for localhost or the address it listens on\n",
@@ -317,45 +311,6 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
 
-def check_address(host: str, port: str | int, *, allow_remote: bool = False) -> tuple[int, str]:
-    """``(port, warning)`` for ``--host``/``--port``; :class:`AddressRefused` if they are not usable.
-
-    A port is 0 (any free one) to 65535. A host that is not a loopback address (or a name
-    whose every address is) needs ``allow_remote``, and then comes with a warning to print.
-
-    Example:
-        >>> check_address("127.0.0.1", "8765")
-        (8765, '')
-        >>> check_address("0.0.0.0", 8765)
-        Traceback (most recent call last):
-        ...
-        jsonl_session.serve.server.AddressRefused: --host 0.0.0.0 is not a loopback address: ...
-    """
-    try:
-        number = int(str(port), 10)
-    except ValueError:
-        number = -1
-    if not 0 <= number <= 65535:
-        raise AddressRefused(f"--port must be a number from 0 (any free port) to 65535, not {port!r}")
-    if not host or any(character.isspace() for character in host):
-        raise AddressRefused(f"--host must be an address or a name, not {host!r}")
-    try:
-        found = {str(info[4][0]) for info in socket.getaddrinfo(host, number, type=socket.SOCK_STREAM)}
-    except (OSError, UnicodeError) as exc:
-        raise AddressRefused(f"--host {host}: not an address of this machine ({exc})") from None
-    if all(_loopback(address) for address in found):
-        return number, ""
-    if not allow_remote:
-        raise AddressRefused(
-            f"--host {host} is not a loopback address: other machines could read every session "
-            "in this folder; add --allow-remote if that is what you want"
-        )
-    return number, (
-        f"warning: listening on {host}, not only on this machine: anyone who can reach it can read "
-        "every session in this folder (no password, no TLS)"
-    )
-
-
 def serve(
     directory: str | Path,
     *,
@@ -408,12 +363,6 @@ def serve(
     return 0
 
 
-def local_names(bound: str, given: str) -> frozenset[str]:
-    """The ``Host`` names (lower case, no port) that are not the loopback ones but still mean us."""
-    names = {bound.lower(), given.lower().strip("[]")}
-    return frozenset(name for name in names if name and not _wildcard(name))
-
-
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -432,29 +381,6 @@ def _row(info: SessionInfo) -> dict[str, object]:
         "modified": info.modified.isoformat(timespec="seconds"),
         "notes": notes,
     }
-
-
-def _is_local(host_header: str, bound: frozenset[str]) -> bool:
-    """Does ``Host`` name this machine: ``localhost``, 127.0.0.0/8, ``[::1]``, or the bound address?"""
-    try:
-        host = (urlsplit(f"//{host_header}").hostname or "").lower()
-    except ValueError:  # a malformed [IPv6] or port
-        return False
-    return host == "localhost" or _loopback(host) or host in bound
-
-
-def _loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
-    except ValueError:
-        return False
-
-
-def _wildcard(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).is_unspecified
-    except ValueError:
-        return False
 
 
 def _valid(session_id: str | None) -> bool:
