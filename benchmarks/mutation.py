@@ -46,7 +46,7 @@ TESTS: dict[str, list[str]] = {
         "tests/core/test_stable_output.py",
         "tests/reliability/test_corpus.py",
     ],
-    "core/undo_buffer.py": ["tests/core/test_failed_fsync.py"],
+    "core/undo_buffer.py": ["tests/core/test_undo_buffer.py", "tests/core/test_failed_fsync.py"],
     "core/storage.py": [
         "tests/core/test_failed_fsync.py",
         "tests/core/test_hand_edits.py",
@@ -68,7 +68,50 @@ TESTS: dict[str, list[str]] = {
 }
 
 # Survivors that no test can kill, by "module:line:operator": the one-line reason.
-EQUIVALENT: dict[str, str] = {}
+_ANNOTATION = "an annotation: never evaluated (`from __future__ import annotations`)"
+_READ_CHUNK = "only the size of each read: the loop reads on until `length` bytes, the same bytes"
+EQUIVALENT: dict[str, str] = {
+    **{
+        f"core/undo_buffer.py:37:core/ReplaceBinaryOperator_BitOr_{name}": _ANNOTATION
+        for name in (
+            "Sub",
+            "Mul",
+            "FloorDiv",
+            "Mod",
+            "Add",
+            "Div",
+            "Pow",
+            "LShift",
+            "RShift",
+            "BitAnd",
+            "BitXor",
+        )
+    },
+    "core/undo_buffer.py:105:core/ReplaceBinaryOperator_LShift_Mod": _READ_CHUNK,
+    "core/undo_buffer.py:105:core/ReplaceBinaryOperator_LShift_BitOr": _READ_CHUNK,
+    "core/undo_buffer.py:105:core/NumberReplacer": _READ_CHUNK,
+    "core/undo_buffer.py:25:core/NumberReplacer": "only the size of each chunk copied or restored (1023 KiB)",
+    "core/undo_buffer.py:57:core/ReplaceComparisonOperator_Lt_IsNot": (
+        "every byte is restored before the extra read fails, and `_truncate` ignores a failed "
+        "restore (best effort, the fsync error wins): the same file"
+    ),
+    "core/undo_buffer.py:73:core/NumberReplacer": "the mode of an unnamed file never linked into the folder",
+}
+
+
+# What the numbers above do not say yet (kept in the report until a run makes it stale).
+NOTES = """\
+- `core/undo_buffer.py` (2026-12-03) is a **partial** run: 75 of its 219 mutants, with
+  `tests/core/test_failed_fsync.py` only, stopped for time. Most of its survivors were hidden by
+  the in-memory fallback (a spill that fails every time still restores the bytes from memory),
+  or sat in the hand copy used when `copy_file_range` is unavailable. `tests/core/test_undo_buffer.py`,
+  written after that run and now in the map, asserts that a big removal really spills and forces
+  the hand copy; it fails against two of those survivors (`end + start` as the length,
+  `start ^ copied`), but the module has not been re-run with it: the survivors below are still
+  listed as the run left them.
+- One pytest run per mutant took ~10-15 s on this shared 2-core machine (several sessions
+  testing at once), so a whole module takes tens of minutes to hours: run one module at a time.
+"""
 
 
 def scratch_copy() -> Path:
@@ -116,6 +159,7 @@ def summarise(module: str, session: Path, seconds: float) -> dict[str, Any]:
 
     killed, survivors, incompetent = 0, [], 0
     with use_db(str(session), WorkDB.Mode.open) as db:
+        planned = db.num_work_items
         for item, result in db.completed_work_items:
             if result.test_outcome == TestOutcome.KILLED:
                 killed += 1
@@ -143,6 +187,7 @@ def summarise(module: str, session: Path, seconds: float) -> dict[str, Any]:
         "killed": killed,
         "survived": len(survivors),
         "incompetent": incompetent,
+        "planned": planned,
         "score": round(100 * killed / total, 1) if total else None,
         "seconds": round(seconds),
         "tests": TESTS[module],
@@ -159,9 +204,11 @@ def write_report(state: dict[str, Any]) -> None:
             rows.append(f"| `{module}` | not run yet | | | |")
             continue
         reasoned = sum(1 for s in entry["survivors"] if _key(module, s) in EQUIVALENT)
+        ran = entry["killed"] + entry["survived"] + entry["incompetent"]
+        partial = f", **partial: {ran} of {entry['planned']} mutants ran**" if ran < entry["planned"] else ""
         rows.append(
             f"| `{module}` | {entry['score']} % | {entry['killed']} | {entry['survived']} "
-            f"({reasoned} equivalent) | {entry['at']}, {entry['seconds']} s |"
+            f"({reasoned} equivalent) | {entry['at']}, {entry['seconds']} s{partial} |"
         )
         if entry["survivors"]:
             details.append(f"\n### `{module}`\n")
@@ -185,6 +232,9 @@ def write_report(state: dict[str, Any]) -> None:
         "",
         ", ".join(f"`{module}`" for module in not_run) if not_run else "Every module has been run.",
         "",
+        "## Notes",
+        "",
+        NOTES,
         "## Survivors",
         *(details or ["", "None."]),
         "",
