@@ -14,7 +14,7 @@ import sys
 from ..render.item_text import Style, render
 from ..render.json_lines import json_line, json_lines
 from ..render.terminal_text import printable
-from .parser import PROG
+from .arguments import PROG
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

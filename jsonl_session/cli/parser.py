@@ -1,5 +1,7 @@
 """The ``jsonl-session`` command line's grammar: every command, its options, help and examples.
 
+Built with the kit in ``arguments`` (shared options, types, the help formatter).
+
 Kept apart from the commands themselves (one module per family), which only read the
 parsed arguments. Building the parser is part of every command's start-up, so ``main``
 builds just the command on the command line (:func:`build_parser` with ``only``).
@@ -12,18 +14,20 @@ Example:
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from ..session.folder import DEFAULT_LOCK_TIMEOUT
+from .arguments import (
+    PROG,
+    WINDOW_HELP,
+    Commands,
+    Formatter,
+    add_common,
+    command_parser,
+    count_type,
+    seconds_type,
+)
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
-if TYPE_CHECKING:
-    from typing import Any
-
-PROG = "jsonl-session"
-DIR_ENV = "JSONL_SESSION_DIR"
 
 
 def command_word(argv: Sequence[str]) -> str | None:
@@ -41,110 +45,6 @@ def command_word(argv: Sequence[str]) -> str | None:
     return None
 
 
-class _NotBuilt:
-    """Stands in for the parser of a command that is not on the command line.
-
-    Building a command's arguments costs start-up (each ``add_argument`` makes a help
-    formatter), and ``ls`` must stay within 3x a bare Python (``benchmarks/startup.py``), so
-    ``build_parser(only=...)`` builds the one command that runs and skips the others' calls.
-    """
-
-    def __getattr__(self, name: str) -> Callable[..., _NotBuilt]:
-        """``add_argument``, ``add_mutually_exclusive_group``, ``set_defaults``...: do nothing."""
-        return lambda *args, **kwargs: self
-
-
-class _Commands:
-    """The subcommands being built, and which one to build (None: all)."""
-
-    def __init__(self, action: Any, only: str | None) -> None:
-        self.action = action
-        self.only = only
-
-
-def _command(commands: _Commands, name: str, summary: str, example: str, *, json: bool = False) -> Any:
-    if commands.only not in (None, name):
-        return _NotBuilt()
-    parser: argparse.ArgumentParser = commands.action.add_parser(
-        name,
-        help=summary,
-        description=summary,
-        epilog="Example:\n" + "\n".join(f"  {line}" for line in example.splitlines()),
-        formatter_class=_Formatter,
-    )
-    _add_common(parser)
-    if json:
-        parser.add_argument("--json", action="store_true", help="machine-readable output: JSON Lines")
-    return parser
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Help text as written (examples keep their lines), as wide as the terminal.
-
-    argparse makes a formatter for every ``add_argument`` (to check the metavar), and its
-    default asks ``shutil.get_terminal_size`` for the width: importing ``shutil`` (and the
-    compression modules it brings) was ~2.5 ms of every command's start-up. ``COLUMNS``,
-    then the terminal, then 80, as ``shutil`` does.
-    """
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24) -> None:
-        super().__init__(prog, indent_increment, max_help_position, width=_columns() - 2)
-
-
-def _columns() -> int:
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):  # no stdout (None), or not a terminal
-        return 80
-
-
-def _add_common(parser: argparse.ArgumentParser, *, defaults: bool = False) -> None:
-    """``--dir`` and ``--lock-timeout``, accepted before the command and after it.
-
-    Only the top-level parser has defaults: a command's own copy is SUPPRESSed unless given,
-    so ``jsonl-session --dir x ls`` keeps x, and ``ls --dir y`` (after the command) wins.
-    Added to each parser rather than shared as a parent parser: each parser built costs start-up.
-    """
-    parser.add_argument(
-        "--dir",
-        default=(os.environ.get(DIR_ENV) or "sessions") if defaults else argparse.SUPPRESS,
-        help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
-    )
-    parser.add_argument(
-        "--lock-timeout",
-        type=_seconds,
-        default=DEFAULT_LOCK_TIMEOUT if defaults else argparse.SUPPRESS,
-        metavar="SECONDS",
-        help=f"wait at most this long for another process's lock (default: {DEFAULT_LOCK_TIMEOUT:g})",
-    )
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
-    return value
-
-
-_WINDOW_HELP = "with --turns: flag a session whose context does not fit this many tokens (exit 1)"
-
-
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argparse parser for every command (exposed so tests and docs can walk it).
 
@@ -156,13 +56,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Read, follow, fix, search and move Agents SDK sessions stored as JSONL files.",
         epilog=f"Example:\n  {PROG} ls\n  {PROG} show convo_123 -n 5\n\n"
         f"Run `{PROG} COMMAND -h` for a command's options and an example.",
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
     )
-    _add_common(parser, defaults=True)
+    add_common(parser, defaults=True)
     parser.set_defaults(command=None)
-    commands = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
+    commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
 
-    ls = _command(
+    ls = command_parser(
         commands,
         "ls",
         "list sessions: item count, size, last modified, newest first; marks paused runs and forks",
@@ -171,7 +71,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     ls.add_argument("--tree", action="store_true", help="show forks under the session they were forked from")
 
-    show = _command(
+    show = command_parser(
         commands,
         "show",
         "print a session as a readable transcript",
@@ -180,7 +80,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         json=True,
     )
     show.add_argument("id", help="session id")
-    show.add_argument("-n", type=_count, metavar="N", help="only the newest N items (with --turns: turns)")
+    show.add_argument(
+        "-n", type=count_type, metavar="N", help="only the newest N items (with --turns: turns)"
+    )
     show.add_argument(
         "--turns",
         action="store_true",
@@ -188,7 +90,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "context so far (tokens: bytes/4, or the recorded input per request if larger), its largest tool "
         "output, the question",
     )
-    show.add_argument("--context-window", type=_count, metavar="TOKENS", help=_WINDOW_HELP)
+    show.add_argument("--context-window", type=count_type, metavar="TOKENS", help=WINDOW_HELP)
     formats = show.add_mutually_exclusive_group()
     formats.add_argument(
         "--html", action="store_true", help="a self-contained HTML page (search, filters, folded tool output)"
@@ -198,7 +100,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     show.add_argument("-o", "--output", metavar="FILE", help="write the --html/--markdown document to FILE")
 
-    tail = _command(
+    tail = command_parser(
         commands,
         "tail",
         "print the newest items; with -f, follow the session live",
@@ -206,16 +108,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         json=True,
     )
     tail.add_argument("id", help="session id")
-    tail.add_argument("-n", type=_count, default=10, metavar="N", help="how many newest items (default 10)")
+    tail.add_argument(
+        "-n", type=count_type, default=10, metavar="N", help="how many newest items (default 10)"
+    )
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing changes (Ctrl-C stops)")
     tail.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds_type,
         metavar="SECONDS",
         help="with -f: stop following after this long (exit 1 if the session never appeared)",
     )
 
-    add = _command(
+    add = command_parser(
         commands,
         "add",
         "append a message, or JSONL items from stdin (all or nothing)",
@@ -229,10 +133,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     add.add_argument("--role", default="user", help="role of the message (default: user)")
 
-    pop = _command(commands, "pop", "remove the newest item and print it as JSON", f"{PROG} pop convo_123")
+    pop = command_parser(
+        commands, "pop", "remove the newest item and print it as JSON", f"{PROG} pop convo_123"
+    )
     pop.add_argument("id", help="session id")
 
-    clear = _command(
+    clear = command_parser(
         commands,
         "clear",
         "remove every item (the empty file stays)",
@@ -241,7 +147,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     clear.add_argument("id", help="session id")
     clear.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
-    rm = _command(
+    rm = command_parser(
         commands,
         "rm",
         "delete a session and its metadata (its .torn sidecar is kept)",
@@ -250,7 +156,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     rm.add_argument("id", help="session id")
     rm.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
-    fork = _command(
+    fork = command_parser(
         commands,
         "fork",
         "copy a session (or its first N items or turns) to a new id, recording its lineage",
@@ -259,15 +165,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     fork.add_argument("source", metavar="SRC", help="session to copy")
     fork.add_argument("target", metavar="DST", help="new session id (must not have items)")
     at = fork.add_mutually_exclusive_group()
-    at.add_argument("--at", type=_count, metavar="N", help="copy only the first N items")
+    at.add_argument("--at", type=count_type, metavar="N", help="copy only the first N items")
     at.add_argument(
         "--at-turn",
-        type=_count,
+        type=count_type,
         metavar="K",
         help="copy only the first K whole turns (to redo turn K, give K-1)",
     )
 
-    rewind = _command(
+    rewind = command_parser(
         commands,
         "rewind",
         "remove whole turns from the end (one locked truncation) and print what was removed",
@@ -275,9 +181,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         json=True,
     )
     rewind.add_argument("id", help="session id")
-    rewind.add_argument("--turns", type=_count, default=1, metavar="N", help="how many turns (default 1)")
+    rewind.add_argument("--turns", type=count_type, default=1, metavar="N", help="how many turns (default 1)")
 
-    check = _command(
+    check = command_parser(
         commands,
         "check",
         "verify session files: bad lines, torn tails, what the model API refuses on replay (exit 1 if any)",
@@ -300,7 +206,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="instead, look for API keys and tokens (file:line: kind: masked excerpt)",
     )
 
-    edit = _command(
+    edit = command_parser(
         commands,
         "edit",
         "edit a session in $EDITOR; writers go on meanwhile and what they append is kept",
@@ -308,7 +214,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     edit.add_argument("id", help="session id")
 
-    grep = _command(
+    grep = command_parser(
         commands,
         "grep",
         "search message text across sessions: id:line: role: snippet (exit 1 if nothing found)",
@@ -322,7 +228,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     grep.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
 
-    stats = _command(
+    stats = command_parser(
         commands,
         "stats",
         "count items by role and type, characters and tool calls (one session or all)",
@@ -335,9 +241,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="context growth per turn: items, bytes, tokens, biggest tool outputs",
     )
-    stats.add_argument("--context-window", type=_count, metavar="TOKENS", help=_WINDOW_HELP)
+    stats.add_argument("--context-window", type=count_type, metavar="TOKENS", help=WINDOW_HELP)
 
-    export = _command(
+    export = command_parser(
         commands,
         "export",
         "copy a session to another Agents SDK backend",
@@ -361,7 +267,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     export.add_argument("--as", dest="as_id", metavar="OTHER_ID", help="session id there (default: the same)")
 
-    imp = _command(
+    imp = command_parser(
         commands,
         "import",
         "copy a session from another Agents SDK backend into a file",
@@ -377,7 +283,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     imp.add_argument("--as", dest="as_id", metavar="ID", help="session id here (default: the same)")
 
-    textconv = _command(
+    textconv = command_parser(
         commands,
         "textconv",
         "print a session file as stable transcript text, for git diff (a textconv driver)",
@@ -387,7 +293,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     textconv.add_argument("file", metavar="FILE", help="a session file (any path: git passes a temp copy)")
 
-    serve = _command(
+    serve = command_parser(
         commands,
         "serve",
         "a local, read-only web viewer of the folder's sessions, live (Ctrl-C stops it)",
@@ -403,7 +309,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="allow a --host that other machines can reach (every session becomes readable to them)",
     )
 
-    redact = _command(
+    redact = command_parser(
         commands,
         "redact",
         "replace API keys and tokens in a session, in place",
@@ -412,7 +318,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     redact.add_argument(
         "id", metavar="ID_OR_FILE", help="session id, or its .jsonl file (as check prints it)"
     )
-    prune = _command(
+    prune = command_parser(
         commands,
         "prune",
         "archive sessions not written for a while (with their sidecars) and remove them; "
@@ -430,7 +336,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "-y", "--yes", action="store_true", help="archive and remove them (default: only show what would go)"
     )
 
-    restore = _command(
+    restore = command_parser(
         commands,
         "restore",
         "bring an archived session back, byte-identical with its sidecars (never overwrites)",

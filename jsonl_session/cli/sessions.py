@@ -15,9 +15,9 @@ import time
 from ..render.sizes import human_size
 from ..render.terminal_text import printable
 from ..session.folder import utc_seconds
+from .arguments import PROG
 from .lookup import directory, existing, open_session
 from .output import Failure, UsageError, confirm, error, note, plural, print_items, print_json, skip_warning
-from .parser import PROG
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

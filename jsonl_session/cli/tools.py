@@ -14,6 +14,7 @@ import re
 import sys
 
 from ..render.terminal_text import printable
+from .arguments import PROG
 from .lookup import directory, existing, session_named, targets
 from .output import (
     Failure,
@@ -26,7 +27,6 @@ from .output import (
     skip_warning,
     style_for,
 )
-from .parser import PROG
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
