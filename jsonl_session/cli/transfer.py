@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 from .. import JSONLSessionError
-from ..transfer.backends import quotes_password, shown_url
+from ..transfer.urls import quotes_password, shown_url
 from .lookup import directory, existing, open_session
 from .output import Failure, error, note, plural
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 
-from .locking import BUSY, DEFAULT_LOCK_TIMEOUT, FileHandle, check_lock_timeout, next_token
+from .locking import BUSY, DEFAULT_LOCK_TIMEOUT, TOKENS, FileHandle, check_lock_timeout
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -79,13 +79,13 @@ class AsyncLocked:
         self._write, self._create, self._timeout = write, create, timeout
         self._handed_off = False
         self._yield_first = yield_first
-        self._token = next_token()
+        self._token = next(TOKENS)
 
     async def __aenter__(self) -> int:
         if self._yield_first:
             await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
         handle = self._handle
-        if self._create and handle.needs_open_ahead:
+        if self._create and handle.fd is None and handle.durable:  # a durable create: fsync in a thread
             from . import worker_threads  # here, not at import time: the CLI never needs threads
 
             await worker_threads.run(handle.open_ahead, self._write)

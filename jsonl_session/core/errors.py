@@ -200,3 +200,10 @@ def _as_path(path: str | PathLike[str]) -> Path:
     from pathlib import Path
 
     return Path(path)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a skipped file's error: ``path: reason`` for an ``OSError`` that names its file."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc) or type(exc).__name__

@@ -55,18 +55,18 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator
 from types import TracebackType
 
 from . import flock
 from .errors import LockReentryError, LockTimeout
 from .fork_safety import close_in_forked_child
+from .lock_waits import DEFAULT_LOCK_TIMEOUT, backoff_delays, check_lock_timeout
 from .safe_open import MISSING, fsync_directory, make_private_directories, open_file
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     from os import PathLike
-    from typing import Any, TypeVar
+    from typing import TypeVar
 
     T = TypeVar("T")
 
@@ -75,6 +75,7 @@ __all__ = [
     "BUSY",
     "DEFAULT_LOCK_TIMEOUT",
     "MISSING",
+    "TOKENS",
     "FileHandle",
     "Locked",
     "backoff_delays",
@@ -82,49 +83,14 @@ __all__ = [
     "close_in_forked_child",
     "fsync_directory",
     "make_private_directories",
-    "next_token",
 ]
-
-DEFAULT_LOCK_TIMEOUT = 10.0
-"""Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
 
 BUSY = -1
 """Yielded by :meth:`FileHandle.try_locked` when the lock is held elsewhere (nothing is held then)."""
 
-# Polling backoff while another process holds the lock: first retry after 0.2 ms (an
-# append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
-_FIRST_DELAY = 0.0002
-_MAX_DELAY = 0.005
-
-_tokens = itertools.count(1)
-
-
-def next_token() -> int:
-    """A new lock block's token: which block holds a handle's lock, since threads share the ``flock``."""
-    return next(_tokens)
-
-
-def check_lock_timeout(value: Any) -> float:
-    """A lock wait must be bounded: refuse None, negatives, NaN and non-numbers up front.
-
-    Example:
-        >>> check_lock_timeout(2)
-        2.0
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(
-            f"lock_timeout must be a number of seconds >= 0, not {value!r} "
-            "(waiting forever for another process is never the default)"
-        )
-    return float(value)
-
-
-def backoff_delays() -> Iterator[float]:
-    """Waits between attempts on a lock held elsewhere: 0.2 ms, doubling up to 5 ms."""
-    delay = _FIRST_DELAY
-    while True:
-        yield delay
-        delay = min(delay * 2, _MAX_DELAY)
+TOKENS = itertools.count(1)
+"""``next(TOKENS)`` is a new lock block's token: which block holds a handle's lock, since threads
+share the ``flock``. A bare ``next()`` rather than a function: every lock takes one (~1 µs a call)."""
 
 
 class FileHandle:
@@ -144,7 +110,8 @@ class FileHandle:
         self.path = path
         self._path_str = os.fspath(path)  # os.stat() on a str skips a Path.__fspath__ call per lock
         self.durable = durable
-        self._fd: int | None = None
+        self.fd: int | None = None
+        """The cached descriptor (None: closed, reopened on the next lock); read only under the protocol."""
         self._writable = False
         self._identity = (0, 0)
         self.size = 0
@@ -216,7 +183,7 @@ class FileHandle:
         Never unlock it: the parent shares its open file description and lock. The
         parent's threads do not exist here, so the state lock starts fresh.
         """
-        fd, self._fd = self._fd, None
+        fd, self.fd = self.fd, None
         if fd is not None:
             try:
                 os.close(fd)
@@ -229,12 +196,7 @@ class FileHandle:
 
     # -- the protocol: every change of state happens under self._state ---------------------
     # ``Locked`` and ``async_locking.AsyncLocked`` are its only callers: a block gets a
-    # token (:func:`next_token`), tries or waits for the lock with it, and releases it.
-
-    @property
-    def needs_open_ahead(self) -> bool:
-        """A durable create is due: the first lock would fsync the folder (async callers use a thread)."""
-        return self._fd is None and self.durable
+    # token (``next(TOKENS)``), tries or waits for the lock with it, and releases it.
 
     def holds(self, token: int) -> bool:
         """Whether the block with ``token`` holds the lock now."""
@@ -257,7 +219,7 @@ class FileHandle:
             # in this one function: in a busy process each Python call costs ~1 µs of cold caches.
             try:
                 for _ in range(100):  # each retry means the file was replaced under us: rare
-                    fd = self._fd
+                    fd = self.fd
                     if fd is None or (write and not self._writable):
                         fd = self._open(write=write, create=create)
                         if fd == MISSING:
@@ -283,8 +245,8 @@ class FileHandle:
             except BaseException:
                 # An error, or a signal handler's exception after flock() succeeded: never
                 # leave the file locked for a lock nobody in this process holds.
-                if self._holder != token and self._fd is not None:
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                if self._holder != token and self.fd is not None:
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
                 raise
 
     def release(self, token: int, _: object = None) -> None:
@@ -295,10 +257,10 @@ class FileHandle:
             self._holder = self._holder_thread = 0
             self._abandoned = None
             try:
-                if self._fd is not None:
+                if self.fd is not None:
                     # Unlock explicitly even when closing: a forked child may share the open
                     # file description until it exits (tests/reliability/test_crash_loop.py).
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
             finally:
                 if self._reopen:
                     self._reopen = False
@@ -361,7 +323,7 @@ class FileHandle:
     def open_ahead(self, write: bool) -> None:
         """Open (and create) the file now, in a worker thread: creating fsyncs the folder."""
         with self._state:
-            if not self._holder and (self._fd is None or (write and not self._writable)):
+            if not self._holder and (self.fd is None or (write and not self._writable)):
                 self._open(write=write, create=True)
 
     def _open(self, *, write: bool, create: bool) -> int:
@@ -370,19 +332,19 @@ class FileHandle:
         fd, writable, created = open_file(self.path, write=write, create=create, durable=self.durable)
         if fd != MISSING:
             held = os.fstat(fd)
-            self._fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
+            self.fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
             self.folder_unsynced = not (created and self.durable)  # a durable create fsynced it
         return fd
 
     def _drop(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
             os.close(fd)
 
     def __del__(self) -> None:
-        if self._fd is not None:
+        if self.fd is not None:
             try:
-                os.close(self._fd)
+                os.close(self.fd)
             except OSError:
                 pass
 
@@ -401,7 +363,7 @@ class Locked:
         self._handle = handle
         self._token = 0
         self._write, self._create, self._timeout = write, create, timeout
-        self._token = next_token()
+        self._token = next(TOKENS)
 
     def __enter__(self) -> int:
         handle = self._handle

@@ -15,7 +15,7 @@ import stat
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from ..core import reads, sidecar_files
+from ..core import errors, reads, sidecar_files
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
 from ..core.names import DEFAULT_DIRECTORY, filename_for, id_for
@@ -253,7 +253,9 @@ class SessionDirectory:
                 forked_from = _forked_from(path) if sidecar_files.LINEAGE in kinds else None
             except (OSError, JSONLSessionError) as exc:
                 if on_error is None:
-                    warnings.warn(SkippedSessionWarning(f"{_describe(exc)}; skipped"), stacklevel=2)
+                    warnings.warn(
+                        SkippedSessionWarning(f"{errors.describe_error(exc)}; skipped"), stacklevel=2
+                    )
                 else:
                     from pathlib import Path
 
@@ -395,9 +397,3 @@ def _folder_name(directory: str | os.PathLike[str]) -> str:
         raise TypeError(f"directory must be a str or a str path, not {type(folder).__name__}")
     root = "//" if folder[:2] == "//" and folder[2:3] != "/" else "/" if folder[:1] == "/" else ""
     return root + "/".join(part for part in folder.split("/") if part not in ("", ".")) or "."
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}"
-    return str(exc)

@@ -175,7 +175,7 @@ class JSONLSession(SessionFeatures):
         if not payload:
             return await _yield_once()
         handle = self._handle
-        # ``_locked_async`` spelled out: the Runner calls this once per item it saves, and in a
+        # ``locked_async`` spelled out: the Runner calls this once per item it saves, and in a
         # busy process each Python call costs about 1 µs (benchmarks/run.py).
         durable = handle.durable
         lock = AsyncLocked(handle, True, True, self._lock_timeout, not durable)

@@ -50,7 +50,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ..core import reads, sidecar_files, storage, temp_files
+from ..core import errors, reads, sidecar_files, storage, temp_files
 from ..core.errors import JSONLSessionError, SessionExistsError, SessionFileError, SessionNotFoundError
 from ..core.locking import fsync_directory
 from ..core.names import TORN_SUFFIX
@@ -143,7 +143,9 @@ def prune(
         try:
             seen = _snapshot(path)
         except (OSError, JSONLSessionError) as exc:
-            outcomes.append(PruneOutcome(session_id, SKIPPED, 0.0, (), 0, reason=_describe(exc), failed=True))
+            outcomes.append(
+                PruneOutcome(session_id, SKIPPED, 0.0, (), 0, reason=errors.describe_error(exc), failed=True)
+            )
             continue
         if seen is None or _last_written(seen) > cutoff:
             continue
@@ -184,7 +186,7 @@ def _prune_one(
             file.replaced()
             fsync_directory(path.parent)
     except (OSError, JSONLSessionError) as exc:
-        return _outcome(session_id, SKIPPED, seen, reason=_describe(exc), failed=True)
+        return _outcome(session_id, SKIPPED, seen, reason=errors.describe_error(exc), failed=True)
     return _outcome(session_id, ARCHIVED, now_seen, archive=archive)
 
 
@@ -382,12 +384,6 @@ def _folder(directory: SessionDirectory | str | os.PathLike[str]) -> SessionDire
 
 def _iso(when: float) -> str:
     return datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}"
-    return str(exc) or type(exc).__name__
 
 
 __all__ = [

@@ -17,7 +17,7 @@ from test_transfer import TRICKY, in_process
 from test_transfer_all import _flush, files, make_folder
 
 from jsonl_session import JSONLSession
-from jsonl_session.transfer.backends import quotes_password, shown_url
+from jsonl_session.transfer.urls import quotes_password, shown_url
 
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")

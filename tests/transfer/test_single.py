@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.transfer.backends import open_url, quotes_password, shown_url
+from jsonl_session.transfer.backends import open_url
 from jsonl_session.transfer.single import export_session, import_session, metadata_left_behind
+from jsonl_session.transfer.urls import quotes_password, shown_url
 
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
