@@ -24,7 +24,8 @@ SCRIPT = Path(sys.executable).with_name("jsonl-session")
 
 def shown_after(command: str) -> list[str]:
     """The lines the README's console blocks show after ``$ command``, up to the next ``$``."""
-    for block in re.findall(r"```console\n(.*?)\n```", README, flags=re.DOTALL):
+    blocks: list[str] = re.findall(r"```console\n(.*?)\n```", README, flags=re.DOTALL)
+    for block in blocks:
         lines = block.splitlines()
         if f"$ {command}" in lines:
             after = lines[lines.index(f"$ {command}") + 1 :]
@@ -37,7 +38,8 @@ def run(command: list[str], cwd: Path) -> list[str]:
         command, cwd=cwd, env=cli_env(), capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    printed: str = done.stdout
+    return printed.splitlines()
 
 
 def test_the_quickstart_demo_runs_and_show_prints_what_the_readme_shows(tmp_path: Path) -> None:
