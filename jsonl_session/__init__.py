@@ -33,6 +33,7 @@ from .core.errors import (
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editors
     from .history.lineage import Lineage
+    from .history.metadata import SessionMetadata
     from .history.paused_runs import PausedRun
     from .history.turns import Turn
     from .session.folder import SessionDirectory, SessionInfo
@@ -50,6 +51,7 @@ _LAZY = {
     "PausedRun": "history.paused_runs",
     "SessionDirectory": "session.folder",
     "SessionInfo": "session.folder",
+    "SessionMetadata": "history.metadata",
     "SessionSettings": "session.settings",
     "Turn": "history.turns",
     "copy_session": "transfer.backends",
@@ -78,6 +80,7 @@ __all__ = [
     "SessionExistsError",
     "SessionFileError",
     "SessionInfo",
+    "SessionMetadata",
     "SessionNotFoundError",
     "SessionSettings",
     "SkippedSessionWarning",

@@ -23,7 +23,8 @@ TORN_SUFFIX = ".torn"
 LINEAGE = ".lineage"
 USAGE = ".usage"
 RUN = ".run"
-KINDS = (LINEAGE, USAGE, RUN)
+META = ".meta"  # title, tags, owner and a free-form mapping (history/metadata.py)
+KINDS = (LINEAGE, USAGE, RUN, META)
 """Sidecar suffixes that describe a session and go (rm, import) with it. ``.torn`` is not one:
 it holds bytes nobody has looked at, and ``rm`` keeps it."""
 # Most file systems cap a name at 255 bytes; leave room for the suffix and sidecar suffixes.

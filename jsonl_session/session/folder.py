@@ -9,7 +9,6 @@ times ``os.scandir`` and ``os.stat`` give until someone asks for a ``Path`` or a
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 import warnings
@@ -18,12 +17,12 @@ from collections.abc import Callable, Iterator, Sequence
 from ..core import errors, reads, sidecar_files
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
-from ..core.names import DEFAULT_DIRECTORY, filename_for, id_for
+from ..core.names import DEFAULT_DIRECTORY, META, filename_for, id_for
 from ..core.transaction import Transaction
+from .session_info import SessionInfo, in_datetime_range, utc_seconds
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
-    from datetime import datetime
     from pathlib import Path
     from typing import Any
 
@@ -31,146 +30,6 @@ if TYPE_CHECKING:
 
 # DEFAULT_LOCK_TIMEOUT and id_for are core's, offered here to the CLI, which imports no core module.
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "SessionDirectory", "SessionInfo", "id_for", "utc_seconds"]
-
-
-class SessionInfo:
-    """One session file as ``SessionDirectory.list()`` reports it; immutable, compared by value.
-
-    ``paused`` is True when a run waits for a tool approval (``<file>.jsonl.run``), and
-    ``forked_from`` names the session this one was forked from (``<file>.jsonl.lineage``).
-    Written out rather than a frozen dataclass: importing ``dataclasses`` (it brings
-    ``inspect``) cost ``jsonl-session ls`` about 12 ms, a third of its start-up. It compares,
-    hashes, pickles, copies and matches (``case SessionInfo(id, path, items)``) as that
-    dataclass did; ``dataclasses.replace`` and ``asdict`` no longer apply.
-
-    A listed session keeps its path as a ``str`` and its time in microseconds until ``path``
-    or ``modified`` is first read: ``ls`` prints neither, and pathlib and datetime cost it ~8 ms.
-    """
-
-    # the fields in the constructor's order, which __init__, __eq__, __repr__, pickling and match follow
-    __match_args__ = ("session_id", "path", "items", "size", "modified", "paused", "forked_from")
-    # What each field is stored as: path and modified behind properties. A listed session leaves
-    # them None and keeps the file's name and its time in microseconds until they are read.
-    _STORED = ("session_id", "_path", "items", "size", "_modified", "paused", "forked_from")
-    __slots__ = (*_STORED, "_name", "_microseconds", "__weakref__")
-    session_id: str
-    _path: Path | None
-    items: int
-    size: int
-    _modified: datetime | None
-    paused: bool
-    forked_from: str | None
-    _name: str
-    _microseconds: int
-
-    def __init__(
-        self,
-        session_id: str,
-        path: Path,
-        items: int,
-        size: int,
-        modified: datetime,
-        paused: bool = False,
-        forked_from: str | None = None,
-    ) -> None:
-        self._set(session_id, path, items, size, modified, paused, forked_from)
-
-    @classmethod
-    def _listed(
-        cls,
-        session_id: str,
-        path: str,
-        file_stat: os.stat_result,
-        items: int,
-        paused: bool,
-        forked_from: str | None,
-    ) -> SessionInfo:
-        """A listed session, its ``Path`` and ``datetime`` made on first use."""
-        info = cls.__new__(cls)
-        info._set(session_id, None, items, file_stat.st_size, None, paused, forked_from)
-        object.__setattr__(info, "_name", path)
-        object.__setattr__(info, "_microseconds", _microseconds(file_stat.st_mtime))
-        return info
-
-    def _set(self, *values: object) -> None:
-        for name, value in zip(self._STORED, values, strict=True):
-            object.__setattr__(self, name, value)
-
-    @property
-    def path(self) -> Path:
-        """The session file."""
-        if self._path is None:
-            from pathlib import Path
-
-            object.__setattr__(self, "_path", Path(self._name))
-            assert self._path is not None
-        return self._path
-
-    @property
-    def modified(self) -> datetime:
-        """When the file last changed (UTC, to the microsecond)."""
-        if self._modified is None:
-            from datetime import datetime, timedelta, timezone
-
-            epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
-            object.__setattr__(self, "_modified", epoch + timedelta(microseconds=self._microseconds))
-            assert self._modified is not None
-        return self._modified
-
-    @property
-    def mtime(self) -> float:
-        """``modified`` in seconds since the epoch, to the microsecond."""
-        if self._modified is None:
-            return self._microseconds / 1_000_000
-        return self._modified.timestamp()
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"SessionInfo is immutable: cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"SessionInfo is immutable: cannot delete {name!r}")
-
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self.__match_args__)
-
-    def __reduce__(self) -> tuple[type[SessionInfo], tuple[object, ...]]:
-        return type(self), self._values()  # pickle and copy rebuild it through __init__
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        assert isinstance(other, SessionInfo)
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__match_args__)
-        return f"SessionInfo({fields})"
-
-
-def utc_seconds(mtime: float) -> int:
-    """The whole second of ``mtime`` as ``datetime.fromtimestamp`` shows it (rounded to the microsecond).
-
-    ``ls`` prints times with ``time.gmtime`` of this, without importing datetime.
-
-    Example:
-        >>> utc_seconds(1.9999996), utc_seconds(1.9999994), utc_seconds(-0.5)
-        (2, 1, -1)
-    """
-    return _microseconds(mtime) // 1_000_000
-
-
-def _in_datetime_range(mtime: float) -> bool:
-    """Whether a ``datetime`` can hold ``mtime`` (the years 1 to 9999); a file can be stamped later."""
-    return -62_135_596_800_000_000 <= _microseconds(mtime) <= 253_402_300_799_999_999
-
-
-def _microseconds(mtime: float) -> int:
-    """``mtime`` rounded to the microsecond as ``datetime.fromtimestamp`` rounds it (half to even)."""
-    fraction, whole = math.modf(mtime)
-    return int(whole) * 1_000_000 + round(fraction * 1e6)
 
 
 class SessionDirectory:
@@ -228,25 +87,44 @@ class SessionDirectory:
         except FileNotFoundError:
             return False
 
-    def list(self, *, on_error: Callable[[Path, Exception], None] | None = None) -> list[SessionInfo]:
+    def list(
+        self,
+        *,
+        on_error: Callable[[Path, Exception], None] | None = None,
+        tags: Sequence[str] = (),
+        owner: str | None = None,
+    ) -> list[SessionInfo]:
         """Every session with its item count, size and modification time, newest first.
 
-        Which sessions have a paused run or a lineage is read off the one folder listing;
-        only forks cost a read more (their lineage file, for ``forked_from``).
+        Which sessions have a paused run, a lineage or metadata is read off the one folder
+        listing; only forks and sessions with metadata cost a read more (their ``.lineage`` for
+        ``forked_from``, their ``.meta`` for ``title``, ``tags`` and ``owner``).
+
+        With ``tags``, only the sessions that have every one of them (exactly, case included);
+        with ``owner``, only those it owns. A session without metadata is then left out without
+        being read.
 
         A session that cannot be read (no permission, its lock held past ``lock_timeout``, a
-        broken lineage file) is skipped and passed to ``on_error(path, error)``; by default a
+        broken lineage or metadata file) is skipped and passed to ``on_error(path, error)``; by default a
         :class:`SkippedSessionWarning` names it. One such file used to fail the whole list.
         """
         infos = []
         listing = self._scan()
         names = {entry.name for entry in listing}
+        if isinstance(tags, str):
+            raise TypeError("tags must be a list of strings, not one string")
+        wanted = frozenset(tags)
         for session_id, entry in self._entries(listing):
             path = self._path_of(entry.name)
             kinds = sidecar_files.present(entry.name, names)
+            if (wanted or owner is not None) and META not in kinds:
+                continue  # no metadata: it cannot match, and is not read
             try:
+                about = _about(path) if META in kinds else (None, (), None)
+                if not wanted <= set(about[1]) or (owner is not None and about[2] != owner):
+                    continue
                 counted = _count(path, self.lock_timeout)
-                if counted is not None and not _in_datetime_range(counted[0].st_mtime):
+                if counted is not None and not in_datetime_range(counted[0].st_mtime):
                     raise SessionFileError(
                         path, "modified outside the years 1-9999, which datetime cannot hold"
                     )
@@ -272,6 +150,7 @@ class SessionDirectory:
                     items,
                     paused=sidecar_files.RUN in kinds,
                     forked_from=forked_from,
+                    about=about,
                 )
             )
         # newest first, as ``modified`` orders them (to the microsecond), without making it
@@ -295,7 +174,7 @@ class SessionDirectory:
     def delete(self, session_id: str) -> bool:
         """Delete a session's file and its metadata under its lock; False if there was none.
 
-        The lineage, usage log and paused run go first, then the session: a crash in
+        The lineage, usage log, paused run and metadata go first, then the session: a crash in
         between leaves a session without metadata, never metadata that a new session of the
         same id would inherit. The ``.torn`` sidecar, if any, is kept: it holds bytes nobody
         has looked at yet.
@@ -384,6 +263,16 @@ def _forked_from(path: str) -> str | None:
 
     lineage = read_lineage(Path(path))
     return lineage.source if lineage is not None else None
+
+
+def _about(path: str) -> tuple[str | None, tuple[str, ...], str | None]:
+    """Title, tags and owner from ``<file>.jsonl.meta`` (metadata is imported only when a folder has some)."""
+    from pathlib import Path
+
+    from ..history.metadata import read_metadata
+
+    stored = read_metadata(Path(path))
+    return stored.title, stored.tags, stored.owner
 
 
 def _folder_name(directory: str | os.PathLike[str]) -> str:

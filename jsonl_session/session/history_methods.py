@@ -30,7 +30,7 @@ from ..history.usage import (
     since,
     turn_usage,
 )
-from .locked_operations import LockedOperations
+from .metadata_methods import MetadataMethods
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class SessionFeatures(LockedOperations):
-    """Turn-aware history, fork lineage, a usage log and paused runs for one session file."""
+class SessionFeatures(MetadataMethods):
+    """Turn-aware history, fork lineage, a usage log, paused runs and metadata for one session file."""
 
     # -- turns -----------------------------------------------------------------------------
 

@@ -44,6 +44,10 @@ NOT_FOR_LS = {
     "jsonl_session.history.turns",
     "jsonl_session.history.usage",
     "jsonl_session.history.lineage",
+    # a folder without .meta files reads and imports nothing about metadata (issue 26)
+    "jsonl_session.history.metadata",
+    "jsonl_session.history.page_data",
+    "jsonl_session.cli.meta",
     "hashlib",
     # typing and shutil (argparse's help width) were ~7 ms of a 60 ms `ls` in a regular install
     "typing",

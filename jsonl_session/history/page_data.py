@@ -1,0 +1,145 @@
+"""What a transcript page shows about its session besides the items: the header and the turns panel.
+
+``show --html`` and ``serve`` pass :func:`page_about` to the page (``render.html``), which draws
+the title, tags and owner in its header and a "Turns" panel: each turn's items, bytes, the
+context so far in tokens, the input tokens its runs recorded, and its largest tool outputs, each
+a link to its line (``history.turn_growth`` computes them; ``show --turns`` prints the same).
+
+The growth is read with the usage log under the session's shared lock, a line at a time, and
+added up turn by turn as ``turn_growth`` does (the same numbers: tests/history/test_metadata.py
+compares them), keeping per turn only its question, its sizes and its three largest outputs:
+a page of a big session costs little more than its turns. Lines that are not items are
+skipped (the page flags them itself).
+
+Example:
+    >>> about = page_about("sessions/convo_123.jsonl")            # doctest: +SKIP
+    >>> about["title"], [turn["turn"] for turn in about["turns"]]  # doctest: +SKIP
+    ('Refund A-1042', [1, 2])
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core import reads, scanner, sidecar_files
+from ..core.locking import DEFAULT_LOCK_TIMEOUT
+from ..core.transaction import Transaction
+from ..render.item_text import shorten, text_of
+from .metadata import default_title, first_user_message, read_metadata
+from .turn_growth import LARGEST, Contributor, Growth, TurnGrowth
+from .turns import TEXT_WIDTH, Turn, is_user_message
+from .usage import turn_usage
+
+
+def page_about(
+    path: str | os.PathLike[str], *, turns: bool = True, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> dict[str, Any]:
+    """The page's ``about`` object: title (or None), default title, tags, owner, extra, turns.
+
+    ``turns`` False leaves the panel out (``"turns": None``): ``show -n N`` pages hold only
+    the newest items, which most turns' links would miss.
+
+    Raises:
+        SessionFileError: the ``.meta`` file was broken by hand.
+    """
+    path = Path(path)
+    stored = read_metadata(path)
+    growth, first = _read(path, turns=turns, lock_timeout=lock_timeout)
+    return {
+        "title": stored.title,
+        "default_title": default_title(first),
+        "tags": list(stored.tags),
+        "owner": stored.owner,
+        "extra": dict(stored.extra),
+        "turns": None if growth is None else [_turn(turn) for turn in growth.turns],
+        "context_tokens": None if growth is None else growth.context_tokens,
+    }
+
+
+def _read(path: Path, *, turns: bool, lock_timeout: float) -> tuple[Growth | None, Any]:
+    """The growth (None unless ``turns``) and the first user message, under the shared lock."""
+    with Transaction(path, write=False, timeout=lock_timeout) as file:
+        if not file.exists:
+            return (Growth([], 0, 0) if turns else None), None
+        if not turns:
+            return None, first_user_message(file.fd, file.size)
+        growing = _Growing()
+        for scan in reads.scan_file(file.fd, file.size):
+            for line in scan.lines:
+                item = scanner.parse_item(line.data)
+                if item is not None:
+                    growing.add(line.number, len(line.data), item)
+        # Under the session's lock, which every writer of the log holds: the log reads whole.
+        usage_log = sidecar_files.sidecar(path, sidecar_files.USAGE)
+        records = sidecar_files.read_lines(usage_log, timeout=lock_timeout)
+    return growing.done(records), growing.questions[0] if growing.questions else None
+
+
+class _Growing:
+    """``turn_growth``'s numbers, item by item: each turn's totals and three largest outputs.
+
+    ``turn_growth`` takes every item at once; a page of a big session must not (a 40 MB
+    session's page peaked ~190 MB higher that way: tests/render/test_html_streaming.py), so
+    this keeps per turn its question, sizes and largest outputs, and the names of the calls
+    not yet answered.
+    """
+
+    def __init__(self) -> None:
+        self.questions: list[Any] = []  # each turn's user message (its usage is matched by its hash)
+        self.rows: list[list[Any]] = []  # per turn: first line, last line, items, bytes, outputs
+        self.calls: dict[Any, str] = {}  # call_id -> tool name, until its output comes
+        self.preamble = self.total = 0
+
+    def add(self, number: int, size: int, item: dict[str, Any]) -> None:
+        self.total += size
+        if is_user_message(item):
+            self.questions.append(item)
+            self.rows.append([number, number, 0, 0, []])
+        if not self.rows:
+            self.preamble += size
+            return
+        row = self.rows[-1]
+        row[1], row[2], row[3] = number, row[2] + 1, row[3] + size
+        kind = item.get("type")
+        call_id = item.get("call_id")
+        key = call_id if isinstance(call_id, (str, int)) else repr(call_id)
+        if isinstance(kind, str) and kind.endswith("_output"):
+            outputs = row[4]
+            outputs.append(Contributor(number, kind, self.calls.pop(key, None), size))
+            outputs.sort(key=lambda output: (-output.bytes, output.line))
+            del outputs[LARGEST:]
+        elif isinstance(item.get("name"), str) and "call_id" in item:
+            self.calls[key] = item["name"]
+
+    def done(self, records: list[dict[str, Any]]) -> Growth:
+        split = [Turn(index, index - 1, index, "") for index in range(1, len(self.questions) + 1)]
+        recorded = {entry["user_turn_number"]: entry for entry in turn_usage(records, self.questions, split)}
+        context = self.preamble
+        answer = []
+        for index, (question, row) in enumerate(zip(self.questions, self.rows), 1):
+            first, last, items, size, outputs = row
+            context += size
+            usage = recorded.get(index)
+            answer.append(
+                TurnGrowth(
+                    index,
+                    first,
+                    last,
+                    items,
+                    size,
+                    context,
+                    shorten(text_of(question), TEXT_WIDTH),
+                    usage["input_tokens"] if usage else None,
+                    usage["requests"] if usage else None,
+                    tuple(outputs),
+                )
+            )
+        return Growth(answer, self.preamble, self.total)
+
+
+def _turn(turn: Any) -> dict[str, Any]:
+    fields = turn.as_dict()
+    names = ("turn", "first_line", "items", "bytes", "context_tokens", "input_tokens", "largest", "text")
+    return {name: fields[name] for name in names}

@@ -1,0 +1,190 @@
+"""``SessionInfo``: one session as a folder listing reports it (``SessionDirectory.list``, ``ls``).
+
+Kept apart from ``folder`` (the listing itself), and as cheap to import: ``jsonl-session ls``
+imports this and nothing it does not need (``tests/project/test_startup.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+
+__all__ = ["SessionInfo", "in_datetime_range", "utc_seconds"]
+
+
+class SessionInfo:
+    """One session file as ``SessionDirectory.list()`` reports it; immutable, compared by value.
+
+    ``paused`` is True when a run waits for a tool approval (``<file>.jsonl.run``),
+    ``forked_from`` names the session this one was forked from (``<file>.jsonl.lineage``), and
+    ``title``, ``tags`` and ``owner`` are what ``set_metadata`` stored (``<file>.jsonl.meta``;
+    None, ``()`` and None without one: no default title here, which would mean reading every
+    session's items).
+    Written out rather than a frozen dataclass: importing ``dataclasses`` (it brings
+    ``inspect``) cost ``jsonl-session ls`` about 12 ms, a third of its start-up. It compares,
+    hashes, pickles, copies and matches (``case SessionInfo(id, path, items)``) as that
+    dataclass did; ``dataclasses.replace`` and ``asdict`` no longer apply.
+
+    A listed session keeps its path as a ``str`` and its time in microseconds until ``path``
+    or ``modified`` is first read: ``ls`` prints neither, and pathlib and datetime cost it ~8 ms.
+    """
+
+    # the fields in the constructor's order, which __init__, __eq__, __repr__, pickling and match follow
+    __match_args__ = (
+        "session_id",
+        "path",
+        "items",
+        "size",
+        "modified",
+        "paused",
+        "forked_from",
+        "title",
+        "tags",
+        "owner",
+    )
+    # What each field is stored as: path and modified behind properties. A listed session leaves
+    # them None and keeps the file's name and its time in microseconds until they are read.
+    _STORED = (
+        "session_id",
+        "_path",
+        "items",
+        "size",
+        "_modified",
+        "paused",
+        "forked_from",
+        "title",
+        "tags",
+        "owner",
+    )
+    __slots__ = (*_STORED, "_name", "_microseconds", "__weakref__")
+    session_id: str
+    _path: Path | None
+    items: int
+    size: int
+    _modified: datetime | None
+    paused: bool
+    forked_from: str | None
+    title: str | None
+    tags: tuple[str, ...]
+    owner: str | None
+    _name: str
+    _microseconds: int
+
+    def __init__(
+        self,
+        session_id: str,
+        path: Path,
+        items: int,
+        size: int,
+        modified: datetime,
+        paused: bool = False,
+        forked_from: str | None = None,
+        title: str | None = None,
+        tags: tuple[str, ...] = (),
+        owner: str | None = None,
+    ) -> None:
+        self._set(session_id, path, items, size, modified, paused, forked_from, title, tuple(tags), owner)
+
+    @classmethod
+    def _listed(
+        cls,
+        session_id: str,
+        path: str,
+        file_stat: os.stat_result,
+        items: int,
+        paused: bool,
+        forked_from: str | None,
+        about: tuple[str | None, tuple[str, ...], str | None] = (None, (), None),
+    ) -> SessionInfo:
+        """A listed session, its ``Path`` and ``datetime`` made on first use; ``about`` is
+        (title, tags, owner)."""
+        info = cls.__new__(cls)
+        info._set(session_id, None, items, file_stat.st_size, None, paused, forked_from, *about)
+        object.__setattr__(info, "_name", path)
+        object.__setattr__(info, "_microseconds", _microseconds(file_stat.st_mtime))
+        return info
+
+    def _set(self, *values: object) -> None:
+        for name, value in zip(self._STORED, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    @property
+    def path(self) -> Path:
+        """The session file."""
+        if self._path is None:
+            from pathlib import Path
+
+            object.__setattr__(self, "_path", Path(self._name))
+            assert self._path is not None
+        return self._path
+
+    @property
+    def modified(self) -> datetime:
+        """When the file last changed (UTC, to the microsecond)."""
+        if self._modified is None:
+            from datetime import datetime, timedelta, timezone
+
+            epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+            object.__setattr__(self, "_modified", epoch + timedelta(microseconds=self._microseconds))
+            assert self._modified is not None
+        return self._modified
+
+    @property
+    def mtime(self) -> float:
+        """``modified`` in seconds since the epoch, to the microsecond."""
+        if self._modified is None:
+            return self._microseconds / 1_000_000
+        return self._modified.timestamp()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"SessionInfo is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"SessionInfo is immutable: cannot delete {name!r}")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__match_args__)
+
+    def __reduce__(self) -> tuple[type[SessionInfo], tuple[object, ...]]:
+        return type(self), self._values()  # pickle and copy rebuild it through __init__
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, SessionInfo)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__match_args__)
+        return f"SessionInfo({fields})"
+
+
+def utc_seconds(mtime: float) -> int:
+    """The whole second of ``mtime`` as ``datetime.fromtimestamp`` shows it (rounded to the microsecond).
+
+    ``ls`` prints times with ``time.gmtime`` of this, without importing datetime.
+
+    Example:
+        >>> utc_seconds(1.9999996), utc_seconds(1.9999994), utc_seconds(-0.5)
+        (2, 1, -1)
+    """
+    return _microseconds(mtime) // 1_000_000
+
+
+def in_datetime_range(mtime: float) -> bool:
+    """Whether a ``datetime`` can hold ``mtime`` (the years 1 to 9999); a file can be stamped later."""
+    return -62_135_596_800_000_000 <= _microseconds(mtime) <= 253_402_300_799_999_999
+
+
+def _microseconds(mtime: float) -> int:
+    """``mtime`` rounded to the microsecond as ``datetime.fromtimestamp`` rounds it (half to even)."""
+    fraction, whole = math.modf(mtime)
+    return int(whole) * 1_000_000 + round(fraction * 1e6)
