@@ -6,9 +6,9 @@ operation failed, 2 usage error. Library errors become one line on stderr
 (``jsonl-session: error: ...``), never a traceback.
 
 The commands live in one module per family (``sessions``, ``tools``, ``history``,
-``follow``, ``transfer``, ``serve``, ``retention``), and ``main`` imports only the family of the command it
-runs: start-up is most of a short command's time, so ``ls`` loads neither the checker nor the
-backends (``tests/project/test_startup.py``).
+``follow``, ``transfer``, ``serve``, ``retention``, ``meta``), and ``main`` imports only the
+family of the command it runs: start-up is most of a short command's time, so ``ls`` loads
+neither the checker nor the backends (``tests/project/test_startup.py``).
 
 Example:
     $ jsonl-session ls
@@ -82,6 +82,7 @@ _HANDLERS: dict[str, str] = {
     "clear": "sessions",
     "rm": "sessions",
     "fork": "sessions",
+    "meta": "meta",
     "textconv": "sessions",
     "rewind": "history",
     "check": "tools",

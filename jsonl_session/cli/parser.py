@@ -30,6 +30,14 @@ from .arguments import (
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 
 
+def key_value_type(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as ``(KEY, VALUE)``; the value may hold ``=`` too, the key may not be empty."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value
+
+
 def command_word(argv: Sequence[str]) -> str | None:
     """The command a command line runs, if that is plain without parsing it; else None.
 
@@ -66,10 +74,48 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         commands,
         "ls",
         "list sessions: item count, size, last modified, newest first; marks paused runs and forks",
-        f"{PROG} ls --dir sessions\n{PROG} ls --tree",
+        f"{PROG} ls --dir sessions\n{PROG} ls --tree\n{PROG} ls --tag bug --user user-42 --json",
         json=True,
     )
     ls.add_argument("--tree", action="store_true", help="show forks under the session they were forked from")
+    ls.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="only sessions tagged TAG (repeat: all of them)",
+    )
+    ls.add_argument("--user", metavar="OWNER", help="only sessions whose owner is OWNER (see `meta --owner`)")
+
+    meta = command_parser(
+        commands,
+        "meta",
+        "show or change a session's title, tags, owner and free-form keys (its .meta sidecar)",
+        f"{PROG} meta convo_123\n"
+        f"{PROG} meta convo_123 --title 'Refund A-1042' --tag billing --owner user-42\n"
+        f"{PROG} meta convo_123 --untag billing --set ticket=T-12 --unset channel --json",
+        json=True,
+    )
+    meta.add_argument("id", help="session id")
+    title = meta.add_mutually_exclusive_group()
+    title.add_argument("--title", metavar="TEXT", help="set the title (one line, at most 200 characters)")
+    title.add_argument(
+        "--no-title", action="store_true", help="remove the title (the first user message shows instead)"
+    )
+    meta.add_argument("--tag", action="append", default=[], metavar="TAG", help="add a tag (repeatable)")
+    meta.add_argument("--untag", action="append", default=[], metavar="TAG", help="remove a tag (repeatable)")
+    owner = meta.add_mutually_exclusive_group()
+    owner.add_argument("--owner", metavar="OWNER", help="set the owner (a user id, an email...)")
+    owner.add_argument("--no-owner", action="store_true", help="remove the owner")
+    meta.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        type=key_value_type,
+        metavar="KEY=VALUE",
+        help="set a free-form key to a string value (repeatable)",
+    )
+    meta.add_argument("--unset", action="append", default=[], metavar="KEY", help="remove a free-form key")
 
     show = command_parser(
         commands,

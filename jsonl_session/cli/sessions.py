@@ -23,6 +23,10 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-
 if TYPE_CHECKING:
     import argparse
 
+    from ..session.folder import SessionInfo
+
+TITLE_WIDTH = 40
+
 
 def cmd_ls(args: argparse.Namespace) -> int:
     from .history import mark, print_tree
@@ -30,7 +34,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.dir):
         raise Failure(f"{args.dir}: no such folder")
     skipped: list[Exception] = []
-    infos = directory(args).list(on_error=lambda _path, exc: skipped.append(exc))
+    infos = directory(args).list(
+        on_error=lambda _path, exc: skipped.append(exc), tags=args.tag, owner=args.user
+    )
     for exc in skipped:  # one unreadable file is named, and the rest listed (exit 1)
         skip_warning(exc)
     status = 1 if skipped else 0
@@ -52,23 +58,50 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 "path": str(info.path),
                 "paused": info.paused,
                 "forked_from": info.forked_from,
+                "title": info.title,
+                "tags": list(info.tags),
+                "owner": info.owner,
             }
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
             sys.stdout.buffer.write(line.encode())
         return status
     if not infos:
-        note(f"no sessions in {args.dir}")
+        matching = " match" if args.tag or args.user is not None else "s"
+        note(f"no session{matching} in {args.dir}")
         return status
     shown = [printable(info.session_id) for info in infos]
     width = max(2, *(len(session_id) for session_id in shown))
     marks = [printable(mark(info)) for info in infos]
+    about = _about_columns(infos)
     notes = "  NOTE" if any(marks) else ""
-    out.write(f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  {'MODIFIED (UTC)':<19}{notes}".rstrip() + "\n")
-    for info, session_id, marked in zip(infos, shown, marks):
+    heading = f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  {'MODIFIED (UTC)':<19}{about[0]}{notes}"
+    out.write(heading.rstrip() + "\n")
+    for info, session_id, marked, described in zip(infos, shown, marks, about[1]):
         modified = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(utc_seconds(info.mtime)))
-        row = f"{session_id:<{width}}  {info.items:>6}  {human_size(info.size):>7}  {modified}  {marked}"
+        size = human_size(info.size)
+        row = f"{session_id:<{width}}  {info.items:>6}  {size:>7}  {modified}{described}  {marked}"
         out.write(row.rstrip() + "\n")
     return status
+
+
+def _about_columns(infos: list[SessionInfo]) -> tuple[str, list[str]]:
+    """``ls``'s OWNER, TAGS and TITLE columns (heading, cells), only when a session has metadata."""
+    if not any(info.title is not None or info.tags or info.owner is not None for info in infos):
+        return "", [""] * len(infos)
+    cells = [
+        (printable(info.owner or "-"), printable(",".join(info.tags) or "-"), printable(info.title or "-"))
+        for info in infos
+    ]
+    widths = [min(TITLE_WIDTH, max(len(cell[column]) for cell in cells)) for column in range(3)]
+    widths = [max(width, len(name)) for width, name in zip(widths, ("OWNER", "TAGS", "TITLE"))]
+
+    def line(values: tuple[str, str, str]) -> str:
+        cut = [
+            value if len(value) <= width else value[: width - 1] + "…" for value, width in zip(values, widths)
+        ]
+        return "".join(f"  {value:<{width}}" for value, width in zip(cut, widths))
+
+    return line(("OWNER", "TAGS", "TITLE")), [line(cell) for cell in cells]
 
 
 def iso_utc(mtime: float) -> str:
@@ -88,6 +121,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         from .history import show_turns
 
         return show_turns(args, session)
+    if not args.json:
+        from .meta import header_line
+
+        header = header_line(session.get_metadata_sync())
+        if header is not None:
+            print(header)
     first = 1
     if args.n is None:
         items = session.get_items_sync()
@@ -101,6 +140,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _show_document(args: argparse.Namespace) -> int:
     """``show --html`` / ``--markdown``: the whole transcript as one document, to stdout or ``-o FILE``."""
+    from ..history.page_data import page_about
     from ..render.file_io import open_private, session_markdown, write_session_html
 
     if args.json or not (args.html or args.markdown):
@@ -110,12 +150,16 @@ def _show_document(args: argparse.Namespace) -> int:
         error("show: --turns lists turns as text or --json, not as --html or --markdown")
         return 2
     path = existing(args, args.id).path
+    # the header's metadata and the turns panel (not on a -n page: it lacks most turns' items)
+    about = page_about(path, turns=args.n is None, lock_timeout=args.lock_timeout) if args.html else None
     # The page is written with the session file's mode (0600 beside a 0600 session): a
     # transcript is as private as its session. HTML streams, a piece at a time.
     out = open_private(args.output, path) if args.output else sys.stdout.buffer
     try:
         if args.html:
-            written = write_session_html(path, args.id, out, newest=args.n, lock_timeout=args.lock_timeout)
+            written = write_session_html(
+                path, args.id, out, newest=args.n, lock_timeout=args.lock_timeout, about=about
+            )
             count, bad, first_bad = written.count, written.unreadable, written.first_unreadable
         else:
             text, found = session_markdown(path, args.id, newest=args.n, lock_timeout=args.lock_timeout)

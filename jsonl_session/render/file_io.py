@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..core import codec, reads
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
@@ -116,18 +116,22 @@ def write_session_html(
     *,
     newest: int | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    about: Mapping[str, Any] | None = None,
 ) -> Written:
     """Write the HTML transcript of the file at ``path`` to ``out``, a piece at a time.
 
     The same page as :func:`session_html`, without ever holding it whole: the session is
     copied under its shared lock (writers wait only for the copy), counted, then rendered
-    from the copy, each piece written to ``out`` as it is made.
+    from the copy, each piece written to ``out`` as it is made. ``about`` is the header and
+    turns panel's data (``history.page_data.page_about``; see ``html.transcript_page``).
     """
     if newest is not None:  # at most ``newest`` views: small by request
         found = read_views(path, newest=newest, lock_timeout=lock_timeout)
         written = Written(Path(path))
         out.writelines(
-            transcript_parts(title, map(encode_view, _noted(found.views, written)), meta=found.meta)
+            transcript_parts(
+                title, map(encode_view, _noted(found.views, written)), meta=found.meta, about=about
+            )
         )
         return written
     with tempfile.TemporaryFile(prefix="jsonl-session-show-") as copy:
@@ -137,7 +141,7 @@ def write_session_html(
         meta = _meta(Path(path), total, total, size)
         written = Written(Path(path))
         views = _noted(views_of_scans(reads.scan_file(fd, size)), written)
-        out.writelines(transcript_parts(title, map(encode_view, views), meta=meta))
+        out.writelines(transcript_parts(title, map(encode_view, views), meta=meta, about=about))
     return written
 
 

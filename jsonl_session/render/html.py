@@ -29,10 +29,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import orjson
 
@@ -78,7 +79,14 @@ def script_json(data: bytes) -> bytes:
     return data
 
 
-def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live | None = None) -> bytes:
+def transcript_page(
+    title: str,
+    items_json: bytes,
+    *,
+    meta: str = "",
+    live: Live | None = None,
+    about: Mapping[str, Any] | None = None,
+) -> bytes:
     """A transcript page for the views in ``items_json`` (a JSON array from ``view.encode_views``).
 
     Args:
@@ -86,13 +94,21 @@ def transcript_page(title: str, items_json: bytes, *, meta: str = "", live: Live
         items_json: The views as a JSON array; escaped here with :func:`script_json`.
         meta: One line under the heading (e.g. the file and its size).
         live: For ``serve``: follow the session through server-sent events.
+        about: What the header and the turns panel show (``history.page_data.page_about``):
+            ``title``, ``default_title``, ``tags``, ``owner``, ``extra``, ``turns``; JSON values.
     """
     # One copy of the items: escaped, then joined into the page.
-    return b"".join((transcript_head(title, meta=meta, live=live), script_json(items_json), transcript_end()))
+    head = transcript_head(title, meta=meta, live=live, about=about)
+    return b"".join((head, script_json(items_json), transcript_end()))
 
 
 def transcript_parts(
-    title: str, views: Iterable[bytes], *, meta: str = "", live: Live | None = None
+    title: str,
+    views: Iterable[bytes],
+    *,
+    meta: str = "",
+    live: Live | None = None,
+    about: Mapping[str, Any] | None = None,
 ) -> Iterator[bytes]:
     """The same page as :func:`transcript_page`, in pieces of about :data:`PIECE_BYTES`, as they are made.
 
@@ -106,7 +122,7 @@ def transcript_parts(
         >>> b"".join(transcript_parts("demo", [view])) == transcript_page("demo", b"[" + view + b"]")
         True
     """
-    yield transcript_head(title, meta=meta, live=live)
+    yield transcript_head(title, meta=meta, live=live, about=about)
     yield from json_array_parts(views)
     yield transcript_end()
 
@@ -127,14 +143,18 @@ def json_array_parts(objects: Iterable[bytes], *, opening: bytes = b"[") -> Iter
     yield script_json(b"".join(piece))
 
 
-def transcript_head(title: str, *, meta: str = "", live: Live | None = None) -> bytes:
+def transcript_head(
+    title: str, *, meta: str = "", live: Live | None = None, about: Mapping[str, Any] | None = None
+) -> bytes:
     """The page up to its items' JSON array (what follows it is :func:`transcript_end`)."""
     settings = {
         "title": title,
         "live": None
         if live is None
         else {"events": live.events, "version": live.version, "problem": live.problem},
+        "about": about,
     }
+    shown = about and (about.get("title") or about.get("default_title"))
     prefix = script_json(orjson.dumps(settings)[:-1] + b',"items":')
     heading = html.escape(title)
     status = changes = ""
@@ -144,7 +164,7 @@ def transcript_head(title: str, *, meta: str = "", live: Live | None = None) -> 
         changes = _CHANGES
     head = _TRANSCRIPT_HEAD.format(
         csp=content_security_policy("transcript.js", live is not None),
-        title=html.escape(title),
+        title=html.escape(f"{shown} · {title}" if isinstance(shown, str) else title),
         heading=heading,
         meta=html.escape(meta),
         live=status,
@@ -155,7 +175,7 @@ def transcript_head(title: str, *, meta: str = "", live: Live | None = None) -> 
 
 
 def index_page(folder: str, sessions: list[dict[str, object]], *, api: str, events: str) -> bytes:
-    """The ``serve`` index: ``sessions`` rows (id, items, size, modified, notes), kept up to date."""
+    """The ``serve`` index: ``sessions`` rows (``serve.rows.index_row``), kept up to date."""
     data = orjson.dumps({"folder": folder, "api": api, "events": events, "sessions": sessions})
     head = _INDEX_HEAD.format(
         csp=content_security_policy("index.js", True), folder=html.escape(folder), css=_asset("page.css")
@@ -212,6 +232,7 @@ _TRANSCRIPT_HEAD = """<!doctype html>
 <body>
 <header class="top">
 <div class="bar"><h1>{heading}</h1><span class="meta">{meta}</span>{live}</div>
+<p id="about" class="about" hidden></p>
 <div class="controls"><input id="search" type="search" placeholder="Search (press /)" \
 aria-label="Search the transcript" aria-describedby="search-help" aria-keyshortcuts="/ Control+F">\
 <span id="search-help" class="sr">Shows the items that contain the text. Enter goes to the next match, \
@@ -226,6 +247,7 @@ aria-keyshortcuts="End" title="Go to the newest item (End)">↓ newest</button>\
 </header>
 <main>
 <div id="alert" class="alert" role="alert" hidden></div>
+<details id="turns" class="turns" hidden></details>
 <div id="top-space" class="space" aria-hidden="true"></div><div id="items"></div>\
 <div id="bottom-space" class="space" aria-hidden="true"></div>
 <p id="empty" class="empty" hidden></p>
@@ -246,7 +268,8 @@ _INDEX_HEAD = """<!doctype html>
 <body>
 <header class="top index"><h1>Sessions</h1><div id="count" class="meta" role="status"></div></header>
 <main><table><caption class="sr">Sessions in this folder, newest first</caption>
-<thead><tr><th scope="col">session</th><th scope="col" class="n">items</th><th scope="col" class="n">size</th>
+<thead><tr><th scope="col">session</th><th scope="col">title</th><th scope="col">owner</th>
+<th scope="col">tags</th><th scope="col" class="n">items</th><th scope="col" class="n">size</th>
 <th scope="col">modified</th><th scope="col">notes</th></tr></thead>
 <tbody id="sessions"></tbody></table></main>
 <script type="application/json" id="index-data">"""

@@ -58,10 +58,12 @@ import orjson
 
 from ..core.errors import JSONLSessionError
 from ..core.names import filename_for
+from ..history.page_data import page_about
 from ..render.html import Live, content_security_policy, index_page, transcript_parts
-from ..session.folder import SessionDirectory, SessionInfo
+from ..session.folder import SessionDirectory
 from .addresses import check_address, is_local, local_names
 from .hub import Hub
+from .rows import index_row
 from .subscriptions import MAX_QUEUED_BYTES
 
 KEEP_ALIVE_SECONDS = 10.0
@@ -234,7 +236,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _sessions(self) -> list[dict[str, object]]:
         infos = SessionDirectory(self.server.hub.directory, lock_timeout=self.server.hub.lock_timeout).list()
-        return [_row(info) for info in infos]
+        return [index_row(info, lock_timeout=self.server.hub.lock_timeout) for info in infos]
 
     def _session(self, session_id: str, *, body: bool) -> None:
         page = self.server.hub.page(session_id)
@@ -243,13 +245,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         version, views, problem = page
         path = self.server.hub.directory / filename_for(session_id)
+        try:  # the header and the turns panel; a broken .meta must not hide the transcript
+            about = page_about(path, lock_timeout=self.server.hub.lock_timeout)
+        except (OSError, JSONLSessionError):
+            about = None
         live = Live(
             events=f"events?id={quote(session_id, safe='')}&v={version}", version=version, problem=problem
         )
         self._start(HTTPStatus.OK, "text/html", script="transcript.js")  # no length: the end is the close
         self.end_headers()
         if body:
-            for piece in transcript_parts(session_id, views, meta=str(path), live=live):
+            for piece in transcript_parts(session_id, views, meta=str(path), live=live, about=about):
                 self.wfile.write(piece)
 
     def _events(self, session_id: str | None, *, body: bool) -> None:
@@ -365,22 +371,6 @@ def serve(
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
-
-
-def _row(info: SessionInfo) -> dict[str, object]:
-    """An index row: a paused run and a fork's source become notes."""
-    notes = []
-    if info.paused:
-        notes.append("paused run")
-    if info.forked_from:
-        notes.append(f"forked from {info.forked_from}")
-    return {
-        "id": info.session_id,
-        "items": info.items,
-        "size": info.size,
-        "modified": info.modified.isoformat(timespec="seconds"),
-        "notes": notes,
-    }
 
 
 def _valid(session_id: str | None) -> bool:

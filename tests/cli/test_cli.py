@@ -157,6 +157,9 @@ def test_ls_json_writes_the_bytes_orjson_would(sessions_dir: Path) -> None:
                 "path": str(info.path),
                 "paused": info.paused,
                 "forked_from": info.forked_from,
+                "title": info.title,
+                "tags": list(info.tags),
+                "owner": info.owner,
             }
         )
         + b"\n"

@@ -22,6 +22,8 @@ from cli_helpers import run
 from serve_helpers import Server, server_for
 from viewer_helpers import ATTACK, HAND_WRITTEN_BAD_LINES, conversation, hostile_items, write_session
 
+from jsonl_session import JSONLSession
+
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
@@ -573,6 +575,8 @@ def test_axe_finds_no_serious_violation(
 ) -> None:
     wide = {"type": "function_call_output", "call_id": "w", "output": "z" * 400}
     write_session(live_folder / "wide.jsonl", [*conversation(), wide], extra_lines=[b"{bad"])
+    # a header with title, tags and owner (and, in the index, their columns): issue 26
+    JSONLSession("chat", live_folder).set_metadata_sync(title="Weather", add_tags=["demo"], owner="user-42")
     server: Server = server_for(live_folder)
     context = browser.new_context(viewport={"width": 1100, "height": 900}, color_scheme=scheme)  # type: ignore[arg-type]
     try:
@@ -583,6 +587,7 @@ def test_axe_finds_no_serious_violation(
         page = watched.open(server.url + "session?id=chat")
         page.wait_for_selector("#live.on")
         page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+        page.wait_for_selector("#turns table")  # the turns panel, open
         for kind in ("function_call", "reasoning"):  # switched off
             page.click(f"button.kind[data-kind={kind}]")
         assert run(live_folder, "add", "chat", "a change to list").code == 0
@@ -591,6 +596,7 @@ def test_axe_finds_no_serious_violation(
 
         page = watched.open(html_file(live_folder, "wide", tmp_path))
         page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+        page.wait_for_selector("#turns table")
         page.wait_for_selector("pre[role=region]")
         page.click("button.kind[data-kind=user]")
         assert audit(page) == []

@@ -30,9 +30,16 @@
       name.append(link);
       const notes = el("td");
       for (const text of session.notes) notes.append(el("span", "note", text));
+      const title = el("td", session.default_title ? "session-title default" : "session-title", session.title || "");
+      if (session.default_title) title.title = "No title set: the first user message";
+      const tags = el("td");
+      for (const tag of session.tags) tags.append(el("span", "tag", tag), " ");
       const modified = new Date(session.modified);
       row.append(
         name,
+        title,
+        el("td", "", session.owner || ""),
+        tags,
         el("td", "n", session.items.toLocaleString()),
         el("td", "n", size(session.size)),
         el("td", "", isNaN(modified) ? "" : modified.toLocaleString()),
@@ -44,7 +51,7 @@
     if (!sessions.length) {
       const row = el("tr");
       const cell = el("td", "empty", "No sessions yet: they appear here as they are written.");
-      cell.colSpan = 5;
+      cell.colSpan = 8;
       row.append(cell);
       body.append(row);
     }

@@ -701,6 +701,119 @@
     }
   }
 
+  // -- about: the session's title, tags and owner, and its turns (history/page_data.py) ------
+  const about = data.about || null;
+  const turnsPanel = $("turns");
+
+  function size(bytes) {
+    if (bytes < 1024) return `${bytes} B`;
+    if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+    return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+  }
+
+  function showAbout() {
+    const box = $("about");
+    if (!about) return;
+    const title = about.title || about.default_title;
+    if (title) {
+      const shown = el("span", about.title ? "about-title" : "about-title default", title);
+      if (!about.title) {
+        shown.prepend(el("span", "sr", "untitled, first message: "));
+        shown.title = "No title set: the first user message";
+      }
+      box.append(shown);
+    }
+    if (about.tags && about.tags.length) {
+      const tags = el("span", "tags");
+      tags.append(el("span", "label", "tags "));
+      for (const tag of about.tags) tags.append(el("span", "tag", tag));
+      box.append(tags);
+    }
+    if (about.owner) box.append(el("span", "owner", "owner " + about.owner));
+    for (const [key, value] of Object.entries(about.extra || {})) {
+      box.append(el("span", "extra", `${key} ${typeof value === "string" ? value : JSON.stringify(value)}`));
+    }
+    box.hidden = !box.childElementCount;
+  }
+
+  // One row per turn: its first item (a link), items, bytes, the context so far, the input its
+  // runs recorded, its largest tool outputs (links to their lines) and the question. Built when
+  // the panel is first opened: a long session has thousands of turns.
+  function turnsTable(turns) {
+    const scroller = el("div", "turns-scroll");
+    scroller.tabIndex = 0;
+    scroller.setAttribute("role", "region");
+    scroller.setAttribute("aria-label", "Turns table, scrolls");
+    const table = el("table");
+    table.append(el("caption", "sr", "Each turn's size, the context it leaves and its largest tool outputs"));
+    const head = el("tr");
+    const columns = [["turn", ""], ["items", "n"], ["size", "n"], ["context", "n"], ["input tokens", "n"], ["largest tool outputs", ""], ["question", ""]];
+    for (const [name, className] of columns) {
+      const cell = el("th", className, name);
+      cell.scope = "col";
+      head.append(cell);
+    }
+    const thead = el("thead");
+    thead.append(head);
+    const body = el("tbody");
+    for (const turn of turns) {
+      const row = el("tr");
+      const first = el("td");
+      const link = el("a", "", `turn ${turn.turn}`);
+      link.href = "#L" + turn.first_line;
+      link.title = `line ${turn.first_line}`;
+      first.append(link);
+      const largest = el("td", "largest");
+      for (const output of turn.largest) {
+        const go = el("a", "", `${output.tool || output.type} ${size(output.bytes)}`);
+        go.href = "#L" + output.line;
+        go.title = `line ${output.line} (${output.type})`;
+        largest.append(go, " ");
+      }
+      row.append(
+        first,
+        el("td", "n", turn.items.toLocaleString()),
+        el("td", "n", size(turn.bytes)),
+        el("td", "n", `~${turn.context_tokens.toLocaleString()} tok`),
+        el("td", "n", turn.input_tokens === null ? "–" : turn.input_tokens.toLocaleString()),
+        largest,
+        el("td", "question", turn.text),
+      );
+      body.append(row);
+    }
+    table.append(thead, body);
+    scroller.append(table);
+    return scroller;
+  }
+
+  function showTurns() {
+    const turns = about && about.turns;
+    if (!turns || !turns.length) return;
+    const summary = el("summary", "", `Turns: ${turns.length.toLocaleString()}, context ~${about.context_tokens.toLocaleString()} tokens`);
+    summary.append(el("span", "stale", ""));
+    turnsPanel.append(summary);
+    turnsPanel.hidden = false;
+    turnsPanel.addEventListener("toggle", () => {
+      if (turnsPanel.open && turnsPanel.childElementCount === 1) turnsPanel.append(turnsTable(turns));
+      update(true);
+    });
+    // A link to the line already in the address bar: hashchange will not fire, so go there now.
+    turnsPanel.addEventListener("click", (event) => {
+      const link = event.target.closest && event.target.closest("a[href^='#L']");
+      if (link && link.getAttribute("href") === location.hash) {
+        event.preventDefault();
+        goToNumber(Number(location.hash.slice(2)));
+      }
+    });
+  }
+
+  function turnsChanged() {
+    const stale = turnsPanel.querySelector(".stale");
+    if (stale) stale.textContent = " (as the page opened: reload for the newest turns)";
+  }
+
+  showAbout();
+  showTurns();
   measureHeader();
   width = list.clientWidth;
   charsPerRow = Math.max(20, Math.floor((width - 30) / 7.6));
@@ -841,6 +954,7 @@
   source.addEventListener("change", (event) => {
     const change = JSON.parse(event.data);
     if (Object.hasOwn(handlers, change.kind)) handlers[change.kind](change);
+    if (change.kind !== "reset" && change.kind !== "problem") turnsChanged();
     document.body.dataset.version = String(change.version);
   });
   source.addEventListener("open", () => {

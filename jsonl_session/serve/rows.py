@@ -1,0 +1,38 @@
+"""The rows of the ``serve`` index (and ``/api/sessions``): one session's cells as JSON values.
+
+Kept apart from ``server`` so that the server module stays about requests.
+"""
+
+from __future__ import annotations
+
+from ..core.errors import JSONLSessionError
+from ..history.metadata import read_default_title
+from ..session.folder import SessionInfo
+
+
+def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:
+    """An index row: id, title (or the first user message, ``default_title`` true), owner, tags,
+    items, size, modified, and notes (a paused run, a fork's source)."""
+    notes = []
+    if info.paused:
+        notes.append("paused run")
+    if info.forked_from:
+        notes.append(f"forked from {info.forked_from}")
+    title, default = info.title, False
+    if title is None:
+        try:
+            title = read_default_title(info.path, lock_timeout=lock_timeout)
+        except (OSError, JSONLSessionError):  # deleted or locked since it was listed: no title, still a row
+            title = None
+        default = title is not None
+    return {
+        "id": info.session_id,
+        "title": title,
+        "default_title": default,
+        "owner": info.owner,
+        "tags": list(info.tags),
+        "items": info.items,
+        "size": info.size,
+        "modified": info.modified.isoformat(timespec="seconds"),
+        "notes": notes,
+    }
