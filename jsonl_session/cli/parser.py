@@ -301,8 +301,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     export.add_argument(
         "--all",
         action="store_true",
-        help="every session in the folder, under its own id; re-run to resume (identical ones are skipped, "
-        "different ones reported, never overwritten)",
+        help="every session in the folder, under its own id; re-run to resume or catch up (up to date ones "
+        "are skipped, grown ones get their new items appended, different ones reported, never overwritten)",
     )
     export.add_argument(
         "--to",
@@ -312,6 +312,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "(sqlite+aiosqlite:///x.db) or redis://host:port/db",
     )
     export.add_argument("--as", dest="as_id", metavar="OTHER_ID", help="session id there (default: the same)")
+    export.add_argument(
+        "--replace",
+        action="store_true",
+        help="overwrite a session there that differs (by default it is reported and left alone)",
+    )
 
     imp = command_parser(
         commands,
@@ -328,6 +333,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="every session in that backend, under its own id; re-run to resume (as for export --all)",
     )
     imp.add_argument("--as", dest="as_id", metavar="ID", help="session id here (default: the same)")
+    imp.add_argument(
+        "--replace",
+        action="store_true",
+        help="overwrite a session here that differs (by default it is reported and left alone)",
+    )
 
     textconv = command_parser(
         commands,

@@ -1,7 +1,8 @@
 """The CLI's ``export`` and ``import``: copy sessions to and from the SDK's Redis and SQL backends.
 
-The copy rules (never overwrite, verify before writing, all or nothing per session) are the
-library's (``transfer.single``, ``transfer.folders``); this prints what they answer, draws a
+The copy rules (incremental by content, never overwrite without ``--replace``, verify before
+writing, all or nothing per session, metadata in the companion) are the library's
+(``transfer.single``, ``transfer.folders``); this prints what they answer, draws a
 progress bar on a terminal, and turns a backend's own exceptions into one line without the
 password. ``ls`` does not load this module.
 """
@@ -25,10 +26,10 @@ if TYPE_CHECKING:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``export``: one session, or ``--all``, to a Redis or SQL URL."""
+    """``export``: one session, or ``--all``, to a Redis or SQL URL; only what the backend lacks."""
     import asyncio
 
-    from ..transfer.single import export_session, metadata_left_behind
+    from ..transfer.single import export_session
 
     if args.all:
         if args.id or args.as_id:
@@ -38,26 +39,19 @@ def cmd_export(args: argparse.Namespace) -> int:
         return _usage("export: give a session ID, or --all")
     source = existing(args, args.id)
     url, target_id = args.to, args.as_id or args.id
+    replace = getattr(args, "replace", False)
     outcome = asyncio.run(
-        _in_backend_errors(url, export_session(source, url, target_id, progress=_progress_bar("export")))
+        _in_backend_errors(
+            url, export_session(source, url, target_id, progress=_progress_bar("export"), replace=replace)
+        )
     )
-    if outcome.status != "copied":  # skipped (the same items) or differs: never overwritten
-        raise Failure(f"{shown_url(url)}: session {target_id!r} already has items; not overwriting it")
-    print(
-        f"{source.session_id}: exported {outcome.items} item{plural(outcome.items)} "
-        f"to {shown_url(url)} as {target_id}",
-        file=sys.stderr,
-    )
-    labels = metadata_left_behind(source)
-    if labels:  # "its usage log stays", "its lineage, its usage log stay"
-        stay = "stays" if len(labels) == 1 else "stay"
-        where = f"{stay} in {source.directory} (the backend stores items only)"
-        note(f"{source.session_id}: {', '.join(labels)} {where}")
+    where = f"{shown_url(url)} as {target_id}"
+    _say_or_fail(source.session_id, outcome, "exported", f"to {where}", f"in {where}")
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """``import``: one session, or ``--all``, from a Redis or SQL URL."""
+    """``import``: one session, or ``--all``, from a Redis or SQL URL; only what the file lacks."""
     import asyncio
 
     from ..transfer.single import import_session
@@ -69,55 +63,66 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not args.id:
         return _usage("import: give --id SOURCE_ID, or --all")
     url, target = args.url, open_session(args, args.as_id or args.id)
-    if target.get_items_sync(limit=1):  # refused before reading the backend
-        raise Failure(
-            f"{target.session_id}: session already has items in {target.directory}; not overwriting it"
-        )
+    target.get_items_sync(limit=1)  # a symlink or an unreadable file here fails before the backend is read
+    replace = getattr(args, "replace", False)
     outcome = asyncio.run(
-        _in_backend_errors(url, import_session(url, args.id, target, progress=_progress_bar("import")))
-    )
-    if outcome.status == "failed":
-        if not outcome.items:
-            raise Failure(f"{shown_url(url)}: session {args.id!r} has no items (wrong --id?)")
-        raise Failure(f"{shown_url(url)}: session {args.id!r}: {outcome.detail}")
-    if outcome.status != "copied":  # filled meanwhile: never overwritten
-        raise Failure(
-            f"{target.session_id}: session already has items in {target.directory}; not overwriting it"
+        _in_backend_errors(
+            url, import_session(url, args.id, target, progress=_progress_bar("import"), replace=replace)
         )
-    note(f"{target.session_id}: imported {outcome.items} item{plural(outcome.items)} from {shown_url(url)}")
+    )
+    if outcome.status == "failed" and not outcome.items:
+        raise Failure(f"{shown_url(url)}: session {args.id!r} has no items (wrong --id?)")
+    _say_or_fail(target.session_id, outcome, "imported", f"from {shown_url(url)}", f"in {target.directory}")
     return 0
 
 
+def _say_or_fail(name: str, outcome: Any, verb: str, where: str, there: str) -> None:
+    """One line on stderr for a single copy's outcome; ``differs`` and ``failed`` exit 1."""
+    items = f"{outcome.items} item{plural(outcome.items)}"
+    if outcome.status == "differs":
+        raise Failure(f"{name}: {outcome.describe()} {there}; not overwritten (--replace overwrites it)")
+    if outcome.status == "failed":
+        raise Failure(f"{name}: {outcome.detail}")
+    said = {
+        "copied": f"{verb} {items} {where}",
+        "appended": f"appended {items} {where}",
+        "replaced": f"replaced with {items} {where}",
+        "skipped": f"up to date {there}",
+    }[outcome.status]
+    note(f"{name}: {said}")
+
+
 def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
-    """``export --all`` / ``import --all``: one line per session that was not copied, then a summary."""
+    """``export --all`` / ``import --all``: a line per session appended, differing or failed; a summary."""
     import asyncio
 
     from ..transfer.folders import export_all, import_all
 
     progress = _progress_bar(verb, unit="sessions")
+    replace = getattr(args, "replace", False)
     with _terminal_line_ended(progress):
         if verb == "export":
-            outcomes = asyncio.run(
-                _in_backend_errors(url, export_all(directory(args), url, progress=progress))
-            )
+            work = export_all(directory(args), url, progress=progress, replace=replace)
         else:
-            outcomes = asyncio.run(
-                _in_backend_errors(url, import_all(url, directory(args), progress=progress))
-            )
-    folder = directory(args).directory
+            work = import_all(url, directory(args), progress=progress, replace=replace)
+        outcomes = asyncio.run(_in_backend_errors(url, work))
     for outcome in outcomes:
-        if outcome.status in ("differs", "failed"):
-            print(f"{outcome.session_id}: {outcome.status}: {outcome.detail}", file=sys.stderr)
-        elif outcome.left_behind and outcome.status == "copied":
-            left = ", ".join(outcome.left_behind)
-            note(f"{outcome.session_id}: {left} stay in {folder} (the backend stores items only)")
+        if outcome.status in ("appended", "replaced"):
+            note(f"{outcome.session_id}: {outcome.describe()}")
+        elif outcome.status == "differs":
+            print(f"{outcome.session_id}: {outcome.describe()}; not overwritten", file=sys.stderr)
+        elif outcome.status == "failed":
+            print(f"{outcome.session_id}: failed: {outcome.detail}", file=sys.stderr)
     counts = Counter(outcome.status for outcome in outcomes)
     copied = sum(outcome.items for outcome in outcomes if outcome.status == "copied")
+    appended = sum(outcome.items for outcome in outcomes if outcome.status == "appended")
     where = f"to {shown_url(url)}" if verb == "export" else f"from {shown_url(url)}"
     sessions = f"{counts['copied']} session{plural(counts['copied'])} ({copied} item{plural(copied)})"
+    grown = f"{counts['appended']} appended ({appended} item{plural(appended)})"
+    replaced = f"{counts['replaced']} replaced, " if counts["replaced"] else ""
     print(
-        f"{verb}ed {sessions} {where}; "
-        f"{counts['skipped']} already there, {counts['differs']} differ, {counts['failed']} failed",
+        f"{verb}ed {sessions} {where}; {grown}, {replaced}"
+        f"{counts['skipped']} up to date, {counts['differs']} differ, {counts['failed']} failed",
         file=sys.stderr,
     )
     return 1 if counts["differs"] or counts["failed"] else 0

@@ -2,8 +2,9 @@
 
 ``backends`` opens the SDK's sessions by URL and copies one conversation between any two
 sessions; ``single`` copies one session to or from a URL and ``folders`` every session of a
-folder, or of a backend, by the same rules: never overwrite, verify before writing, all or
-nothing per session.
+folder, or of a backend, by the same rules: only what the destination lacks (``compare``),
+never overwrite without ``replace``, verify before writing, all or nothing per session, and the
+metadata the SDK's tables cannot hold in a companion table or hash (``companion``).
 
 Example:
     >>> from jsonl_session.transfer import copy_session, open_url
@@ -15,12 +16,15 @@ from ..core.deferred_imports import exported_on_first_use
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     from .backends import Backend, copy_session, open_backend, open_url
+    from .compare import Comparison, compare
     from .folders import Outcome, export_all, import_all
     from .single import export_session, import_session, metadata_left_behind
 
 __all__ = [
     "Backend",
+    "Comparison",
     "Outcome",
+    "compare",
     "copy_session",
     "export_all",
     "export_session",
@@ -35,7 +39,9 @@ __getattr__, __dir__ = exported_on_first_use(
     __name__,
     {
         "Backend": "backends",
-        "Outcome": "folders",
+        "Comparison": "compare",
+        "Outcome": "outcomes",
+        "compare": "compare",
         "copy_session": "backends",
         "export_all": "folders",
         "export_session": "single",

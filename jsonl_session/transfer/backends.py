@@ -93,8 +93,15 @@ class Backend:
         list_ids: Callable[[], Any],
         close: Callable[[Any], None],
         add_empty: Callable[[str], Any] | None = None,
+        *,
+        flavour: str = "sdk",
+        handle: Any = None,
     ) -> None:
         self.url = url
+        self.flavour = flavour
+        """How copies write here: ``sqlite`` (an ``SQLiteSession`` file; ``handle`` is its path),
+        ``redis`` (``handle``: the client), ``sqlalchemy`` (``handle``: the engine)."""
+        self.handle = handle
         self._make = make
         self._list_ids = list_ids
         self._close = close
@@ -183,6 +190,8 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
                 lambda: asyncio.to_thread(_sqlite_ids, path),
                 close_sqlite,
                 lambda session_id: asyncio.to_thread(_sqlite_add_empty, path, session_id),
+                flavour="sqlite",
+                handle=path,
             )
         finally:
             for session in list(opened):
@@ -196,6 +205,8 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
                 lambda: _redis_ids(client),
                 _keep,
                 lambda session_id: _redis_add_empty(client, session_id),
+                flavour="redis",
+                handle=client,
             )
         finally:
             await client.aclose()
@@ -215,6 +226,8 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
                 lambda: _sqlalchemy_ids(engine),
                 _keep,
                 lambda session_id: _sqlalchemy_add_empty(engine, session_id),
+                flavour="sqlalchemy",
+                handle=engine,
             )
         finally:
             await engine.dispose()

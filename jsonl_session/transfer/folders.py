@@ -1,118 +1,199 @@
 """Copy every session of a folder to a shared backend, or every session of a backend to a folder.
 
 Moving a team to PostgreSQL or Redis means copying thousands of sessions, and a copy that long
-gets interrupted. So each session is copied all or nothing, and a second run picks up where the
-first stopped:
+gets interrupted; later, the files or the database grow and the copy is run again. So each
+session is copied all or nothing, and a run copies only what the destination lacks:
 
-* **export**: each session goes in one ``add_items`` call (one transaction in SQL, one
-  ``MULTI``/``EXEC`` pipeline in Redis), so an interrupted run leaves whole sessions or none;
-* **import**: each session is written in one rename under the file's lock (``rewrite``);
-* a target that already holds exactly the same items (byte-equal as JSON Lines) is skipped;
-  a target that holds anything else is reported as ``differs`` and never overwritten;
+* the destination's items are compared with the source's, item by item (``compare``): the
+  same items are ``skipped`` (up to date), a destination that holds the first items of the
+  source gets the missing tail ``appended`` (``copied`` when it held nothing), and one that
+  holds anything else ``differs`` at the first item that is not the source's and is never
+  overwritten, unless ``replace=True`` (then ``replaced``);
+* **export** writes a session's tail and its metadata (``companion``) in one transaction: many
+  sessions per transaction into PostgreSQL and SQLite (``sql_store``), one ``MULTI``/``EXEC``
+  per session into Redis (``redis_store``), one transaction per session into an
+  ``SQLiteSession`` file (``sqlite_store``);
+* **import** writes each session in one rename under the file's lock, then its sidecars and
+  times, while the lock is held (``import_items``);
 * whatever is wrong with one session (a malformed file, an id in the backend that is not ours:
   not UTF-8, empty, too long for a file name, a key of another type) is that session's
   ``failed`` outcome with its reason, and the others go on; only an error of the backend
   itself (the connection dropped) stops the run, which a re-run then finishes;
-* an empty session is copied too: see docs/backends.md ("Empty sessions") for how a backend
-  holds one.
+* an empty session is copied too: see docs/backends.md ("Empty sessions").
 
 Example:
     >>> outcomes = await export_all(SessionDirectory("sessions"), "redis://localhost/0")  # doctest: +SKIP
     >>> Counter(outcome.status for outcome in outcomes)                                   # doctest: +SKIP
-    Counter({'copied': 998, 'skipped': 2})
+    Counter({'copied': 998, 'appended': 2})
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import replace as with_changes
+from typing import Any, TypeVar
 
 from ..core import worker_threads
 from ..core.codec import encode_items
 from ..core.errors import JSONLSessionError
+from ..core.locking import MISSING
 from ..session.folder import SessionDirectory
 from ..session.store import JSONLSession
+from . import companion, redis_store, sql_store, sqlite_store
 from .backends import Backend, open_backend
+from .companion import Metadata
+from .outcomes import Outcome, Status, plan
+
+__all__ = [
+    "CONCURRENCY",
+    "Outcome",
+    "Status",
+    "export_all",
+    "export_one",
+    "import_all",
+    "import_items",
+    "prepare",
+    "read_companions",
+    "read_local",
+    "read_locked_job",
+]
 
 CONCURRENCY = 8
-"""Sessions copied at once: enough to hide a network round trip, few enough for a small pool."""
-Status = Literal["copied", "skipped", "differs", "failed"]
+"""Sessions (or batches of sessions) copied at once: enough to hide a network round trip."""
 Progress = Callable[[int, int], None]
 """Called as ``progress(sessions_done, sessions_total)``."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What happened to one session: ``copied``, ``skipped`` (already there, identical),
-    ``differs`` (the target holds other items: left alone) or ``failed`` (``detail`` says why)."""
-
-    session_id: str
-    status: Status
-    items: int = 0
-    detail: str = ""
-    left_behind: tuple[str, ...] = ()
-    """Export only: the session's metadata a backend cannot hold (``metadata_left_behind``)."""
+T = TypeVar("T")
 
 
 async def export_all(
-    directory: SessionDirectory, url: str, *, progress: Progress | None = None, concurrency: int = CONCURRENCY
+    directory: SessionDirectory,
+    url: str,
+    *,
+    progress: Progress | None = None,
+    concurrency: int = CONCURRENCY,
+    replace: bool = False,
 ) -> list[Outcome]:
-    """Copy every session in ``directory`` to the backend at ``url`` under the same id.
-
-    ``concurrency`` sessions are in flight at once, to hide the backend's round trips.
+    """Bring every session of ``directory`` up to date in the backend at ``url``, under the same id.
 
     Example:
         >>> await export_all(SessionDirectory("sessions"), "postgresql://me@db/chats")  # doctest: +SKIP
-        [Outcome(session_id='convo_123', status='copied', items=42, detail=''), ...]
+        [Outcome(session_id='convo_123', status='appended', items=2, ...), ...]
     """
-    from .single import metadata_left_behind
-
     ids = directory.ids()
     async with open_backend(url) as backend:
-        stored = set(await backend.session_ids())  # to tell an empty session there from none
+        await prepare(backend)
+        if backend.flavour == "sqlalchemy" and sql_store.supported(backend.handle):
+            # Batches small enough that every connection in flight has one (and a killed run
+            # has committed some), large enough to amortise the round trips.
+            lanes = max(1, concurrency // 2)
+            size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))
+            batches = [ids[start : start + size] for start in range(0, len(ids), size)]
+            done = 0
+            _report(progress, 0, len(ids))
+
+            async def batch(chunk: list[str]) -> list[Outcome]:
+                nonlocal done
+                outcomes = await _export_batch(backend, directory, chunk, replace)
+                done += len(chunk)
+                _report(progress, done, len(ids))
+                return outcomes
+
+            per_batch = await _each(batches, batch, None, lanes)
+            return [outcome for outcomes in per_batch for outcome in outcomes]
 
         async def one(session_id: str) -> Outcome:
-            try:
-                local = directory.open(session_id)
-                try:
-                    items = await local.get_items()  # waits for a lock held elsewhere on the loop
-                    left = tuple(metadata_left_behind(local))
-                finally:
-                    local.close()
-            except (JSONLSessionError, OSError, ValueError) as exc:
-                return Outcome(session_id, "failed", 0, f"{exc}; not exported")
-            outcome = await _per_session(session_id, _export_one(backend, session_id, items, stored))
-            return replace(outcome, left_behind=left) if outcome.status in ("copied", "skipped") else outcome
+            read = await read_local(directory, session_id)
+            if isinstance(read, Outcome):
+                return read
+            return await _per_session(session_id, export_one(backend, read, replace=replace))
 
         return await _each(ids, one, progress, concurrency)
 
 
-async def _export_one(backend: Backend, session_id: str, items: list[Any], stored: set[str]) -> Outcome:
-    remote = backend.session(session_id)
+async def prepare(backend: Backend) -> None:
+    """Create the companion table where it is missing (SQL; Redis needs nothing)."""
+    if backend.flavour == "sqlalchemy":
+        await sql_store.ensure_companion(backend.handle)
+    elif backend.flavour == "sqlite":
+        setup = backend.session("jsonl-session-setup")  # the SDK's SQLiteSession creates its tables
+        backend.done(setup)
+        await asyncio.to_thread(sqlite_store.ensure_companion, backend.handle)
+
+
+async def read_local(directory: SessionDirectory, session_id: str) -> sql_store.Job | Outcome:
+    """One session's items and companion entries, read under its lock; ``failed`` if unreadable."""
     try:
+        local = directory.open(session_id)
         try:
-            payload = encode_items(items)
-        except ValueError as exc:
-            return Outcome(session_id, "failed", len(items), str(exc))
+            return await local.locked_in_thread(read_locked_job, local, write=False)
+        finally:
+            local.close()
+    except (JSONLSessionError, OSError, ValueError) as exc:
+        return Outcome(session_id, "failed", 0, f"{exc}; not exported")
+
+
+def read_locked_job(fd: int, local: JSONLSession) -> sql_store.Job:
+    """``local``'s items and companion entries, read from ``fd`` under its lock (for ``locked_in_thread``)."""
+    if fd == MISSING:
+        raise FileNotFoundError(f"{local.path}: no such session (deleted meanwhile)")
+    items = local.read_locked(fd, None)
+    payload = encode_items(items)  # an item this format cannot write exactly: refused before any write
+    return sql_store.Job(local.session_id, items, companion.read_locally(local.path, fd, payload))
+
+
+async def export_one(backend: Backend, job: sql_store.Job, *, replace: bool = False) -> Outcome:
+    """Bring one session up to date in ``backend`` (see the module docstring for each backend)."""
+    if backend.flavour == "redis":
+        return await redis_store.export_one(
+            backend.handle, job.session_id, job.items, job.metadata, replace=replace
+        )
+    if backend.flavour == "sqlite":
+        return await asyncio.to_thread(
+            sqlite_store.export_one, backend.handle, job.session_id, job.items, job.metadata, replace=replace
+        )
+    if sql_store.supported(backend.handle):
+        return (await sql_store.export_batch(backend.handle, [job], replace=replace))[0]
+    return await _through_the_sdk(backend, job, replace)
+
+
+async def _through_the_sdk(backend: Backend, job: sql_store.Job, replace: bool) -> Outcome:
+    """Other SQL databases: the SDK's own calls (one transaction for the tail), then the companion."""
+    remote = backend.session(job.session_id)
+    try:
         existing = await remote.get_items()
-        if existing:
-            return compare_items(
-                session_id,
-                existing,
-                payload,
-                f"the backend has {{}} items that differ from the {len(items)} here",
-            )
-        if items:
-            await remote.add_items(items)  # one call: one transaction, all or nothing
-        elif session_id in stored:
-            return Outcome(session_id, "skipped", 0)  # stored empty already
-        else:
-            await backend.add_empty(session_id)
-        return Outcome(session_id, "copied", len(items))
+        decided = plan(job.session_id, job.items, existing, replace=replace)
+        if not decided.write:
+            return decided.outcome
+        if decided.clear:
+            await remote.clear_session()
+        tail = job.items[decided.start :]
+        if tail:
+            await remote.add_items(tail)
+        elif not job.items:
+            await backend.add_empty(job.session_id)
+        await sql_store.write_companion(backend.handle, job.session_id, job.metadata)
+        return decided.outcome
     finally:
         backend.done(remote)
+
+
+async def _export_batch(
+    backend: Backend, directory: SessionDirectory, ids: list[str], replace: bool
+) -> list[Outcome]:
+    reads = await asyncio.gather(*(read_local(directory, session_id) for session_id in ids))
+    jobs = [read for read in reads if isinstance(read, sql_store.Job)]
+    try:
+        written = iter(await sql_store.export_batch(backend.handle, jobs, replace=replace) if jobs else [])
+    except Exception as exc:
+        if not _about_data(exc):
+            raise
+        # One session's data spoiled the batch: each alone, so that only it fails.
+        singles = [
+            await _per_session(job.session_id, export_one(backend, job, replace=replace)) for job in jobs
+        ]
+        written = iter(singles)
+    return [read if isinstance(read, Outcome) else next(written) for read in reads]
 
 
 async def _per_session(session_id: str, work: Awaitable[Outcome]) -> Outcome:
@@ -123,10 +204,8 @@ async def _per_session(session_id: str, work: Awaitable[Outcome]) -> Outcome:
     """
     try:
         return await work
-    except (JSONLSessionError, ValueError, TypeError, LookupError) as exc:
-        return Outcome(session_id, "failed", 0, _reason(exc))
     except Exception as exc:
-        if type(exc).__name__ in _DATA_ERRORS:
+        if _about_data(exc):
             return Outcome(session_id, "failed", 0, _reason(exc))
         raise
 
@@ -135,15 +214,27 @@ async def _per_session(session_id: str, work: Awaitable[Outcome]) -> Outcome:
 _DATA_ERRORS = {"ResponseError", "DataError", "IntegrityError"}
 
 
+def _about_data(exc: BaseException) -> bool:
+    return isinstance(exc, JSONLSessionError | ValueError | TypeError | LookupError) or (
+        type(exc).__name__ in _DATA_ERRORS
+    )
+
+
 def _reason(exc: BaseException) -> str:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     return f"{type(exc).__name__}: {first_line}" if not isinstance(exc, JSONLSessionError) else first_line
 
 
 async def import_all(
-    url: str, directory: SessionDirectory, *, progress: Progress | None = None, concurrency: int = CONCURRENCY
+    url: str,
+    directory: SessionDirectory,
+    *,
+    progress: Progress | None = None,
+    concurrency: int = CONCURRENCY,
+    replace: bool = False,
 ) -> list[Outcome]:
-    """Copy every session stored at ``url`` into ``directory`` (one file per session id).
+    """Bring every session stored at ``url`` up to date in ``directory`` (one file per session id),
+    with its sidecars and times when jsonl-session exported it there (``companion``).
 
     Example:
         >>> await import_all("redis://localhost:6379/0", SessionDirectory("sessions"))  # doctest: +SKIP
@@ -151,33 +242,41 @@ async def import_all(
     """
     async with open_backend(url) as backend:
         ids, foreign = await backend.listing()
-
-        async def read(session_id: str) -> list[Any]:
-            remote = backend.session(session_id)
-            try:
-                return list(await remote.get_items())
-            finally:
-                backend.done(remote)
-
-        async def write(session_id: str, items: list[Any]) -> Outcome:
-            there = not items and directory.exists(session_id)  # an empty session, imported before?
-            local = directory.open(session_id)
-            try:
-                outcome = await import_items(local, items)
-            finally:
-                local.close()
-            return replace(outcome, status="skipped") if there and outcome.status == "copied" else outcome
+        known = await read_companions(backend)
 
         async def one(session_id: str) -> Outcome:
             try:
-                items = await read(session_id)
+                remote = backend.session(session_id)
+                try:
+                    items = list(await remote.get_items())
+                finally:
+                    backend.done(remote)
+                metadata = known.get(session_id) if known is not None else None
+                if metadata is None and backend.flavour == "redis":
+                    metadata = await redis_store.read_companion(backend.handle, session_id)
             except Exception as exc:  # noqa: BLE001  (sorted by _per_session: ours, or re-raised)
                 failed = await _per_session(session_id, _raised(exc))
-                return replace(failed, detail=f"{failed.detail}; not imported")
-            return await _per_session(session_id, write(session_id, items))
+                return with_changes(failed, detail=f"{failed.detail}; not imported")
+            existed = directory.exists(session_id)
+            local = directory.open(session_id)
+            try:
+                work = import_items(local, items, metadata or {}, replace=replace, existed=existed)
+                return await _per_session(session_id, work)
+            finally:
+                local.close()
 
         outcomes = await _each(ids, one, progress, concurrency)
         return outcomes + [Outcome(shown, "failed", 0, why) for shown, why in foreign]
+
+
+async def read_companions(backend: Backend, ids: list[str] | None = None) -> dict[str, Metadata] | None:
+    """The companion entries of ``ids`` (or all) at once for SQL backends; None for Redis (read
+    per session with ``redis_store.read_companion``)."""
+    if backend.flavour == "sqlite":
+        return await asyncio.to_thread(sqlite_store.read_companion, backend.handle, ids)
+    if backend.flavour == "sqlalchemy":
+        return await sql_store.read_companion(backend.handle, ids)
+    return None
 
 
 async def _raised(exc: BaseException) -> Outcome:
@@ -185,9 +284,9 @@ async def _raised(exc: BaseException) -> Outcome:
 
 
 async def _each(
-    ids: list[str], work: Callable[[str], Awaitable[Outcome]], progress: Progress | None, concurrency: int
-) -> list[Outcome]:
-    """``work`` on every id, ``concurrency`` at a time; outcomes in the order of ``ids``.
+    ids: list[T], work: Callable[[T], Awaitable[Any]], progress: Progress | None, concurrency: int
+) -> list[Any]:
+    """``work`` on every id, ``concurrency`` at a time; results in the order of ``ids``.
 
     If one fails with an error that is not about its session (the connection dropped), the
     others are cancelled: each is all or nothing, so a re-run finishes the job.
@@ -196,7 +295,7 @@ async def _each(
     done = 0
     _report(progress, 0, len(ids))
 
-    async def one(session_id: str) -> Outcome:
+    async def one(session_id: T) -> Any:
         nonlocal done
         async with semaphore:
             outcome = await work(session_id)
@@ -214,8 +313,15 @@ async def _each(
         raise
 
 
-async def import_items(local: JSONLSession, items: list[Any]) -> Outcome:
-    """Write all items in one rename if the session is empty, else compare (``import_session`` too).
+async def import_items(
+    local: JSONLSession,
+    items: list[Any],
+    metadata: Metadata | None = None,
+    *,
+    replace: bool = False,
+    existed: bool = True,
+) -> Outcome:
+    """Bring ``local`` up to ``items`` in one rename under its lock, with ``metadata``'s sidecars.
 
     Encoding, and the read, compare and rename under the lock, run in worker threads; the
     lock is waited for on the loop. Items that cannot be written create no file.
@@ -224,32 +330,36 @@ async def import_items(local: JSONLSession, items: list[Any]) -> Outcome:
         payload = await worker_threads.run(encode_items, items)
     except ValueError as exc:
         return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
-    return await local.locked_in_thread(_import_locked, local, items, payload, write=True, create=True)
+    metadata = metadata or {}
+    recorded = metadata.get(companion.FILE)
+    # The file gets its recorded time back only if it now holds exactly the items exported.
+    as_exported = recorded is not None and recorded.content == companion.items_digest(payload)
+    return await local.locked_in_thread(
+        _import_locked, local, items, metadata, (replace, existed, as_exported), write=True, create=True
+    )
 
 
-def _import_locked(fd: int, local: JSONLSession, items: list[Any], payload: bytes) -> Outcome:
+def _import_locked(
+    fd: int, local: JSONLSession, items: list[Any], metadata: Metadata, flags: tuple[bool, bool, bool]
+) -> Outcome:
+    replace, existed, as_exported = flags
     with local.rewriting(fd) as draft:
-        if draft.items:
-            return compare_items(
-                local.session_id,
-                draft.items,
-                payload,
-                f"the file has {{}} items that differ from the backend's {len(items)}",
-            )
-        draft.items = items
-    return Outcome(local.session_id, "copied", len(items))
-
-
-def compare_items(session_id: str, existing: list[Any], payload: bytes, differs: str) -> Outcome:
-    """``skipped`` if ``existing`` is byte-equal to ``payload`` once written, else ``differs``
-    (``differs`` is its detail, with ``{}`` for the number of items ``existing`` holds)."""
-    try:
-        same = encode_items(existing) == payload
-    except ValueError:
-        same = False
-    if same:
-        return Outcome(session_id, "skipped", len(existing))
-    return Outcome(session_id, "differs", len(existing), differs.format(len(existing)) + "; not overwritten")
+        decided = plan(local.session_id, items, draft.items, replace=replace)
+        if not decided.write:
+            return decided.outcome
+        outcome = decided.outcome
+        if outcome.status == "skipped" and not items and not existed:
+            outcome = Outcome(local.session_id, "copied", 0)  # an empty session, created now
+        written = outcome.status != "skipped"
+        draft.items = list(items)
+        if written:
+            companion.set_mode(fd, metadata)
+    # Still under the lock, after the items (whose rewrite rewrites ``.times``): the sidecars.
+    # Up to date: only the sidecars this folder lacks are added (its own may be newer).
+    wrote = companion.apply_locally(local.path, fd, metadata, durable=local.durable, only_missing=not written)
+    own = (companion.FILE,) if written and as_exported else ()
+    companion.restore_times(local.path, metadata, (*own, *wrote))
+    return outcome
 
 
 def _report(progress: Progress | None, done: int, total: int) -> None:

@@ -2,75 +2,81 @@
 
 ``jsonl-session export ID --to URL`` and ``import URL --id ID`` are these two calls:
 
-* **never overwrite**: a target that already holds items is left alone, and the outcome says
-  whether they are the same items (``skipped``) or others (``differs``);
+* **incremental, never overwriting**: the destination's items are compared with the source's
+  (``compare``); the same items are ``skipped`` (up to date), a destination holding the first
+  items of the source gets the missing tail (``appended``; ``copied`` when it held nothing),
+  one holding anything else ``differs`` at item K and is left alone unless ``replace=True``;
+* **metadata travels**: the session's sidecars and times go into the backend's companion
+  table or hash (``companion``) with the items, and come back with them;
 * **verify before writing**: an import reads every item first and checks that this format
   stores each exactly, then writes them all in one rename under the file's lock, so a bad item
   or a crash leaves no half conversation (``failed``, nothing written);
 * an import of an id the backend has no items for writes nothing (``failed``).
 
-The outcome is :class:`~jsonl_session.transfer.folders.Outcome`, as ``export_all`` and
+The outcome is :class:`~jsonl_session.transfer.outcomes.Outcome`, as ``export_all`` and
 ``import_all`` report each session.
 
 Example:
     >>> outcome = await export_session(JSONLSession("convo"), "sqlite:///chats.db")  # doctest: +SKIP
     >>> outcome.status, outcome.items                                                 # doctest: +SKIP
-    ('copied', 42)
+    ('appended', 2)
 """
 
 from __future__ import annotations
 
-from ..core import sidecar_files
-from ..core.codec import encode_items
-from ..session.store import JSONLSession
-from .backends import Progress, copy_session, open_backend
-from .folders import Outcome, compare_items, import_items
+from dataclasses import replace as with_changes
 
-_METADATA = {
-    sidecar_files.LINEAGE: "its lineage",
-    sidecar_files.USAGE: "its usage log",
-    sidecar_files.RUN: "its paused run",
-}
+from ..session.store import JSONLSession
+from .backends import Progress, open_backend
+from .folders import export_one, import_items, prepare, read_companions, read_locked_job
+from .outcomes import Outcome
+from .redis_store import read_companion
 
 
 async def export_session(
-    source: JSONLSession, url: str, target_id: str | None = None, *, progress: Progress | None = None
+    source: JSONLSession,
+    url: str,
+    target_id: str | None = None,
+    *,
+    progress: Progress | None = None,
+    replace: bool = False,
 ) -> Outcome:
-    """Copy ``source``'s items to the backend at ``url``, as ``target_id`` (its own id by default).
+    """Bring the session ``target_id`` (``source``'s own id by default) at ``url`` up to ``source``.
 
-    The items go in batches of ``backends.BATCH`` (``progress(done, total)`` after each), after
-    a check that the target holds nothing: one that holds items is not written to, and the
-    outcome is ``skipped`` (the same items) or ``differs``. The session's metadata stays
-    behind (:func:`metadata_left_behind`): a backend stores items only.
+    One transaction (or ``MULTI``/``EXEC``) writes the missing tail and the companion
+    metadata; ``progress(done, total)`` is called before and after it.
+
+    Raises:
+        JSONLSessionError: ``source``'s file cannot be read, or holds an item this format
+            cannot write exactly (nothing is written).
     """
     target_id = target_id or source.session_id
-    items = await source.get_items()
+    job = await source.locked_in_thread(read_locked_job, source, write=False)
+    job = with_changes(job, session_id=target_id)
+    if progress is not None:
+        progress(0, len(job.items))
     async with open_backend(url) as backend:
-        target = backend.session(target_id)
-        try:
-            existing = await target.get_items()
-            if existing:
-                try:
-                    payload = encode_items(items)
-                except ValueError:
-                    payload = b""  # cannot be the same items: differs
-                there = "the backend has {} items"
-                return compare_items(target_id, existing, payload, there + f" (the session has {len(items)})")
-            count = await copy_session(_Items(items), target, progress=progress)
-        finally:
-            backend.done(target)
-    return Outcome(target_id, "copied", count)
+        await prepare(backend)
+        outcome = await export_one(backend, job, replace=replace)
+    if progress is not None and outcome.status != "differs":
+        progress(len(job.items), len(job.items))
+    return outcome
 
 
 async def import_session(
-    url: str, source_id: str, target: JSONLSession, *, progress: Progress | None = None
+    url: str,
+    source_id: str,
+    target: JSONLSession,
+    *,
+    progress: Progress | None = None,
+    replace: bool = False,
 ) -> Outcome:
-    """Copy the session ``source_id`` stored at ``url`` into ``target``, all or nothing.
+    """Bring ``target`` up to the session ``source_id`` stored at ``url``, all or nothing.
 
     Every item is read, then checked to be storable exactly, then written in one rename under
-    ``target``'s lock if it holds nothing (``copied``); a target that holds items is left alone
-    (``skipped``: the same items, ``differs``: others). ``failed`` (nothing written) when an
-    item cannot be stored exactly or the backend has no items under ``source_id``.
+    ``target``'s lock with the sidecars the companion holds (see ``export_session`` for the
+    outcomes). ``failed`` (nothing written) when an item cannot be stored exactly or the
+    backend has no items under ``source_id``.
     """
     async with open_backend(url) as backend:
         remote = backend.session(source_id)
@@ -78,33 +84,29 @@ async def import_session(
             items = await remote.get_items()
         finally:
             backend.done(remote)
+        if backend.flavour == "redis":
+            metadata = await read_companion(backend.handle, source_id)
+        else:
+            metadata = ((await read_companions(backend, [source_id])) or {}).get(source_id, {})
     if not items:
         return Outcome(target.session_id, "failed", 0, f"the backend has no items under {source_id!r}")
     if progress is not None:
         progress(0, len(items))
-    outcome = await import_items(target, items)
-    if progress is not None and outcome.status == "copied":
+    outcome = await import_items(target, items, metadata, replace=replace)
+    if progress is not None and outcome.status != "differs":
         progress(len(items), len(items))
     return outcome
 
 
 def metadata_left_behind(session: JSONLSession) -> list[str]:
-    """What of ``session``'s metadata an export to a backend cannot take along (it stores items only).
+    """What of ``session``'s metadata an export cannot take along: nothing any more.
+
+    Kept for callers of earlier releases: the sidecars now travel in the backend's companion
+    table or hash (``transfer.companion``), so this is always empty.
 
     Example:
         >>> metadata_left_behind(JSONLSession("forked"))                # doctest: +SKIP
-        ['its lineage', 'its usage log']
+        []
     """
-    return [label for kind, label in _METADATA.items() if sidecar_files.sidecar(session.path, kind).exists()]
-
-
-class _Items:
-    """Items already read, offered as a session to ``copy_session``."""
-
-    def __init__(self, items: list[object]) -> None:
-        self.items = items
-
-    async def get_items(self, limit: int | None = None) -> list[object]:
-        if limit is None:
-            return self.items
-        return self.items[-limit:] if limit else []
+    del session
+    return []

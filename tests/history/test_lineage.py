@@ -157,7 +157,7 @@ def test_sidecars_are_not_sessions(sessions_dir: Path) -> None:
     assert sorted(path.name for path in sessions_dir.glob("*.jsonl")) == ["trip-b.jsonl", "trip.jsonl"]
 
 
-def test_export_says_which_metadata_stays_behind(sessions_dir: Path, tmp_path: Path) -> None:
+def test_export_takes_the_lineage_along(sessions_dir: Path, tmp_path: Path) -> None:
     import pytest
 
     pytest.importorskip("agents")
@@ -166,6 +166,8 @@ def test_export_says_which_metadata_stays_behind(sessions_dir: Path, tmp_path: P
     url = f"sqlite:///{tmp_path / 'chats.db'}"
     exported = run(sessions_dir, "export", "trip-b", "--to", url)
     assert exported.code == 0, exported.err
-    assert f"trip-b: its lineage stays in {sessions_dir} (the backend stores items only)" in exported.err
-    plain = run(sessions_dir, "export", "trip", "--to", url)
-    assert plain.code == 0 and "stay in" not in plain.err
+    assert "stay" not in exported.err  # the lineage travels in the companion table (transfer.companion)
+    back = run(sessions_dir, "import", url, "--id", "trip-b", "--as", "trip-c")
+    assert back.code == 0, back.err
+    lineage = (sessions_dir / "trip-b.jsonl.lineage").read_bytes()
+    assert (sessions_dir / "trip-c.jsonl.lineage").read_bytes() == lineage

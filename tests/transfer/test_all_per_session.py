@@ -16,7 +16,6 @@ from cli_helpers import redis_url  # noqa: F401  (a fixture)
 from test_transfer import TRICKY, in_process
 from test_transfer_all import _flush, files, make_folder
 
-from jsonl_session import JSONLSession
 from jsonl_session.transfer.urls import quotes_password, shown_url
 
 pytestmark = pytest.mark.sdk
@@ -42,12 +41,12 @@ def test_a_malformed_session_fails_alone_and_the_export_goes_on(
     lines = first.err.splitlines()
     assert first.code == 1
     assert lines[0].startswith("bad: failed: ") and "bad.jsonl:2: not valid JSON" in lines[0], lines
-    assert lines[-1].endswith("; 0 already there, 0 differ, 1 failed"), lines
+    assert lines[-1].endswith("; 0 appended (0 items), 0 up to date, 0 differ, 1 failed"), lines
     assert lines[-1].startswith("exported 3 sessions (")
     again = in_process(capsys, folder, "export", "--all", "--to", backend)  # the re-run: unaffected
     assert again.code == 1
     assert again.err.splitlines()[0] == lines[0]
-    assert again.err.splitlines()[-1].endswith("; 3 already there, 0 differ, 1 failed")
+    assert again.err.splitlines()[-1].endswith("; 0 appended (0 items), 3 up to date, 0 differ, 1 failed")
 
 
 def test_empty_sessions_survive_a_round_trip(
@@ -59,7 +58,10 @@ def test_empty_sessions_survive_a_round_trip(
     originals["empty"] = b""
     assert in_process(capsys, folder, "export", "--all", "--to", backend).code == 0
     again = in_process(capsys, folder, "export", "--all", "--to", backend)
-    assert (again.code, again.err.split("; ")[1]) == (0, "3 already there, 0 differ, 0 failed\n")
+    assert (again.code, again.err.split("; ")[1]) == (
+        0,
+        "0 appended (0 items), 3 up to date, 0 differ, 0 failed\n",
+    )
     back = tmp_path / "back"
     imported = in_process(capsys, back, "import", backend, "--all")
     assert imported.code == 0, imported.err
@@ -67,19 +69,18 @@ def test_empty_sessions_survive_a_round_trip(
     assert files(back) == originals
 
 
-def test_export_all_names_the_metadata_it_leaves_behind(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_export_all_takes_the_metadata_along(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "sessions"
     make_folder(folder, 2)
-    JSONLSession("s001", folder).record_usage_sync  # noqa: B018  (exists)
     (folder / "s001.jsonl.usage").write_text('{"requests": 1}\n')
     (folder / "s001.jsonl.lineage").write_text("{}\n")
     url = f"sqlite:///{tmp_path / 'all.db'}"
     done = in_process(capsys, folder, "export", "--all", "--to", url)
     assert done.code == 0, done.err
-    assert f"s001: its lineage, its usage log stay in {folder} (the backend stores items only)" in done.err
-    assert "s000:" not in done.err
+    assert "stay in" not in done.err and "s001:" not in done.err  # nothing is left behind any more
+    with sqlite3.connect(tmp_path / "all.db") as db:
+        kinds = db.execute("SELECT kind FROM jsonl_session_metadata WHERE session_id = 's001'").fetchall()
+    assert {".jsonl", ".jsonl.lineage", ".jsonl.usage"} <= {kind for (kind,) in kinds}
 
 
 def _sqlite_with_foreign_rows(path: Path, good: int) -> str:
@@ -116,7 +117,7 @@ def test_foreign_sqlite_rows_fail_alone_and_the_import_goes_on(
     assert any("empty" in line for line in failed) and any("a BLOB, not text" in line for line in failed)
     again = in_process(capsys, back, "import", url, "--all")
     assert again.code == 1 and sorted(again.err.splitlines()[:-1]) == failed
-    assert again.err.splitlines()[-1].endswith("; 3 already there, 0 differ, 3 failed")
+    assert again.err.splitlines()[-1].endswith("; 0 appended (0 items), 3 up to date, 0 differ, 3 failed")
 
 
 def test_foreign_redis_keys_fail_alone_and_the_import_goes_on(
@@ -149,7 +150,7 @@ def test_foreign_redis_keys_fail_alone_and_the_import_goes_on(
     assert any(line.startswith("wrongtype: failed: ") for line in failed)
     again = in_process(capsys, back, "import", redis_url, "--all")
     assert sorted(again.err.splitlines()[:-1]) == failed
-    assert again.err.splitlines()[-1].endswith("; 3 already there, 0 differ, 4 failed")
+    assert again.err.splitlines()[-1].endswith("; 0 appended (0 items), 3 up to date, 0 differ, 4 failed")
 
 
 @pytest.mark.parametrize(

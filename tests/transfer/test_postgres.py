@@ -51,7 +51,7 @@ def test_export_and_import_commands_with_postgresql(
     assert (imported.code, imported.err) == (0, f"copy: imported 4 items from {url}\n")
     assert (sessions_dir / "copy.jsonl").read_bytes() == source.path.read_bytes()
     again = in_process(capsys, sessions_dir, "export", "convo", "--to", url, "--as", "cli-convo")
-    assert again.code == 1 and "already has items; not overwriting it" in again.err
+    assert (again.code, again.err) == (0, f"convo: up to date in {url} as cli-convo\n")
 
 
 def test_postgresql_failures_are_one_line_errors(

@@ -1,8 +1,9 @@
 """``transfer.single``: one session to or from a real SQLite backend, by the folder copies' rules.
 
-Never overwrite (a target with items is left alone: ``skipped`` if the same, else ``differs``),
-verify before writing (an item this format cannot store exactly writes nothing), and say what
-metadata an export leaves behind.
+Incremental, never overwriting (the same items are ``skipped``, a target holding the first
+items gets the rest ``appended``, one holding others ``differs``), and verify before writing
+(an item this format cannot store exactly writes nothing); metadata travels, so nothing is
+left behind.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def store_remote(url: str, session_id: str, items: list[Any]) -> None:
     asyncio.run(write())
 
 
-def test_export_copies_then_never_overwrites(tmp_path: Path, sessions_dir: Path) -> None:
+def test_export_copies_then_appends_and_never_overwrites(tmp_path: Path, sessions_dir: Path) -> None:
     url = f"sqlite:///{tmp_path / 'chats.db'}"
     source = JSONLSession("convo", sessions_dir)
     source.add_items_sync(ITEMS)
@@ -60,15 +61,24 @@ def test_export_copies_then_never_overwrites(tmp_path: Path, sessions_dir: Path)
     again = asyncio.run(export_session(source, url))  # the same items there: left alone
     assert (again.status, again.items) == ("skipped", 2)
     source.add_items_sync([{"role": "user", "content": "more"}])
+    grown = asyncio.run(export_session(source, url))
+    assert (grown.status, grown.items) == ("appended", 1)
+    assert remote_items(url, "convo") == source.get_items_sync()
+    source.pop_item_sync()
+    source.add_items_sync([{"role": "user", "content": "other"}])
     other = asyncio.run(export_session(source, url))
-    assert other.status == "differs" and "not overwritten" in other.detail
-    assert remote_items(url, "convo") == ITEMS
+    assert other.status == "differs" and other.at == 2 and "not overwritten" in other.detail
+    assert remote_items(url, "convo") == [*ITEMS, {"role": "user", "content": "more"}]
 
     renamed = asyncio.run(export_session(source, url, "copy"))
     assert (renamed.session_id, renamed.status, renamed.items) == ("copy", "copied", 3)
+    assert asyncio.run(export_session(source, url, replace=True)).status == "replaced"
+    assert remote_items(url, "convo") == source.get_items_sync()
 
 
-def test_import_writes_everything_at_once_into_an_empty_session(tmp_path: Path, sessions_dir: Path) -> None:
+def test_import_writes_everything_at_once_then_appends_what_the_backend_gained(
+    tmp_path: Path, sessions_dir: Path
+) -> None:
     url = f"sqlite:///{tmp_path / 'chats.db'}"
     store_remote(url, "remote", ITEMS)
     target = JSONLSession("local", sessions_dir)
@@ -81,7 +91,13 @@ def test_import_writes_everything_at_once_into_an_empty_session(tmp_path: Path, 
     before = target.path.read_bytes()
     assert asyncio.run(import_session(url, "remote", target)).status == "skipped"
     store_remote(url, "remote", [{"role": "user", "content": "later"}])
-    assert asyncio.run(import_session(url, "remote", target)).status == "differs"
+    assert asyncio.run(import_session(url, "remote", target)).status == "appended"
+    assert target.get_items_sync() == [*ITEMS, {"role": "user", "content": "later"}]
+    target.pop_item_sync()
+    target.add_items_sync([{"role": "user", "content": "mine"}])
+    before = target.path.read_bytes()
+    differs = asyncio.run(import_session(url, "remote", target))
+    assert (differs.status, differs.describe()) == ("differs", "differs at item 3")
     assert target.path.read_bytes() == before
 
 
@@ -104,13 +120,20 @@ def test_import_of_an_id_with_no_items_writes_nothing(tmp_path: Path, sessions_d
     assert not target.path.exists()
 
 
-def test_metadata_left_behind_names_the_sidecars_a_backend_cannot_hold(sessions_dir: Path) -> None:
+def test_metadata_left_behind_is_nothing_now_that_it_travels(sessions_dir: Path, tmp_path: Path) -> None:
     folder = SessionDirectory(sessions_dir)
     source = folder.open("source")
     source.add_items_sync(ITEMS)
-    assert metadata_left_behind(source) == []
     fork = folder.fork("source", "fork", at=1)
-    assert metadata_left_behind(fork) == ["its lineage"]
+    assert metadata_left_behind(fork) == []
+    url = f"sqlite:///{tmp_path / 'chats.db'}"
+    asyncio.run(export_session(fork, url))
+    back = folder.open("back")
+    assert asyncio.run(import_session(url, "fork", back)).status == "copied"
+    assert (
+        back.path.with_name("back.jsonl.lineage").read_bytes()
+        == fork.path.with_name("fork.jsonl.lineage").read_bytes()
+    )
 
 
 @pytest.mark.parametrize(

@@ -137,11 +137,11 @@ def test_export_and_import_commands(
     assert (sessions_dir / "copy.jsonl").read_bytes() == source.path.read_bytes()
 
     again = in_process(capsys, sessions_dir, "export", "convo", "--to", database)
-    assert again.code == 1 and "already has items; not overwriting it" in again.err
-    onto_existing = run(
-        sessions_dir, "import", database, "--id", "convo", "--as", "copy"
-    )  # refused before any import
-    assert onto_existing.code == 1 and "already has items" in onto_existing.err
+    assert (again.code, again.err) == (0, f"convo: up to date in {database} as convo\n")
+    JSONLSession("copy", sessions_dir).pop_item_sync()
+    JSONLSession("copy", sessions_dir).add_items_sync([{"role": "user", "content": "mine"}])
+    onto_other = run(sessions_dir, "import", database, "--id", "convo", "--as", "copy")  # never overwritten
+    assert onto_other.code == 1 and "copy: differs at item 4 in " in onto_other.err
     wrong_id = in_process(capsys, sessions_dir, "import", database, "--id", "nope")
     assert wrong_id.code == 1 and "has no items (wrong --id?)" in wrong_id.err
     assert not (sessions_dir / "nope.jsonl").exists()
@@ -214,8 +214,9 @@ def test_progress_bar_only_on_a_terminal(
         shown = _read_all(leader)
     finally:
         os.close(leader)
-    assert f"\rexport [{'#' * 29}.] {BATCH}/{BATCH + 1} items" in shown
-    assert f"] {BATCH + 1}/{BATCH + 1} items" in shown
+    # One transaction writes them all (and the metadata): the bar shows the start and the end.
+    assert f"\rexport [{'.' * 30}] 0/{BATCH + 1} items" in shown
+    assert f"\rexport [{'#' * 30}] {BATCH + 1}/{BATCH + 1} items" in shown
     piped = in_process(
         capsys, sessions_dir, "import", database, "--id", "big", "--as", "big2"
     )  # not a terminal

@@ -1,0 +1,212 @@
+"""What a backend's own tables cannot hold, kept next to them: the companion table and key space.
+
+The SDK's sessions store items only. What a folder also knows about a session travels with it
+in a *companion* in the same database, written by jsonl-session alone (the SDK never reads it):
+
+* the session file's mode and modification time (kind ``.jsonl``; its content is the number
+  and SHA-256 of the items exported, ``{"items":N,"sha256":"..."}``, see ``items_digest``);
+* every sidecar of ``core.names.KINDS`` (lineage, usage log, paused run, and any kind added
+  there), byte for byte, with its mode and modification time (kind ``.jsonl.usage`` and so on:
+  the kind is what follows the session id in the file's name).
+
+SQL (PostgreSQL, SQLite, any SQLAlchemy database), one row per session and kind::
+
+    CREATE TABLE jsonl_session_metadata (
+        session_id VARCHAR NOT NULL,    -- as in agent_sessions
+        kind       VARCHAR NOT NULL,    -- '.jsonl', '.jsonl.lineage', '.jsonl.usage', ...
+        content    BYTEA/BLOB NOT NULL, -- the file's bytes ('.jsonl': count and SHA-256 of the items)
+        mode       INTEGER NOT NULL,    -- permission bits (0o600 = 384)
+        mtime_ns   BIGINT NOT NULL,     -- modification time, nanoseconds since the epoch
+        updated_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+        PRIMARY KEY (session_id, kind))
+
+Redis, one hash per session, ``jsonl-session:meta:<id>``, three fields per kind: ``<kind>``
+(the bytes), ``<kind>:mode`` and ``<kind>:mtime_ns`` (decimal). A session has companion
+metadata once exported by jsonl-session: its ``.jsonl`` entry is always there, and a kind
+without an entry is a sidecar the session did not have.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core import reads, sidecar_files, storage
+from ..core.errors import UnsafePathError
+from ..core.names import KINDS, SUFFIX
+
+__all__ = [
+    "FILE",
+    "REDIS_PREFIX",
+    "TABLE",
+    "Entry",
+    "Metadata",
+    "apply_locally",
+    "from_redis",
+    "items_digest",
+    "read_locally",
+    "restore_times",
+    "set_mode",
+    "sidecar_kinds",
+    "to_redis",
+]
+
+TABLE = "jsonl_session_metadata"
+REDIS_PREFIX = "jsonl-session:meta:"
+FILE = SUFFIX
+"""The kind of the session file itself: its mode and time (the items are in the SDK's tables)."""
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a session as the companion keeps it."""
+
+    content: bytes
+    mode: int
+    mtime_ns: int
+
+
+Metadata = dict[str, Entry]
+"""A session's companion entries by kind; empty when it has none (never exported by us)."""
+
+
+def sidecar_kinds() -> tuple[str, ...]:
+    """The kinds of the sidecars that travel (``.jsonl.lineage``, ...), from ``core.names.KINDS``."""
+    return tuple(SUFFIX + kind for kind in KINDS)
+
+
+def read_locally(path: Path, fd: int, payload: bytes) -> Metadata:
+    """The session's file (held open as ``fd``, under its lock, its items encoded as ``payload``)
+    and sidecars, as companion entries."""
+    held = os.fstat(fd)
+    found = {FILE: Entry(items_digest(payload), stat.S_IMODE(held.st_mode), held.st_mtime_ns)}
+    for kind in KINDS:
+        entry = _read(sidecar_files.sidecar(path, kind))
+        if entry is not None:
+            found[SUFFIX + kind] = entry
+    return found
+
+
+def items_digest(payload: bytes) -> bytes:
+    """The ``.jsonl`` entry's content: how many items were exported and their SHA-256 as JSON Lines,
+    so that an import knows whether the items it writes are exactly those (then the file gets
+    its recorded time back) or newer ones (then it keeps the time of the import).
+
+    Example:
+        >>> items_digest(b'{"n":1}\\n')[:12]
+        b'{"items":1,"'
+    """
+    import hashlib
+
+    digest = hashlib.sha256(payload).hexdigest()
+    return b'{"items":%d,"sha256":"%s"}' % (payload.count(b"\n"), digest.encode())
+
+
+def apply_locally(
+    path: Path, fd: int, metadata: Metadata, *, durable: bool, only_missing: bool = False
+) -> tuple[str, ...]:
+    """Make the session's sidecars those of ``metadata`` (written, replaced or removed), under
+    the session's exclusive lock (held as ``fd``) and after its items are written (a rewrite of
+    the items rewrites some sidecars, ``.times``); return the sidecar kinds written. With
+    ``only_missing``, only sidecars the session lacks are written. Times are set by
+    :func:`restore_times` after.
+
+    Nothing is done without ``metadata`` (a session jsonl-session never exported: nothing is
+    known about its sidecars, so the ones here stay).
+    """
+    if not metadata:
+        return ()
+    wrote = []
+    for kind in KINDS:
+        entry = metadata.get(SUFFIX + kind)
+        target = sidecar_files.sidecar(path, kind)
+        current = _read(target)
+        if only_missing and current is not None:
+            continue
+        if entry is None:
+            if current is not None:
+                sidecar_files.remove(target, durable=durable)
+        elif current is None or current.content != entry.content or current.mode != entry.mode:
+            storage.replace_file(target, entry.content, durable=durable, prepare=_chmod(entry.mode))
+            wrote.append(SUFFIX + kind)
+        elif current.mtime_ns != entry.mtime_ns:
+            wrote.append(SUFFIX + kind)  # the same bytes: only its time to restore
+    return tuple(wrote)
+
+
+def set_mode(fd: int, metadata: Metadata) -> None:
+    """Give the session file held as ``fd`` its recorded mode, before a rewrite's rename (which
+    gives the new file the held one's mode)."""
+    own = metadata.get(FILE)
+    if own is not None:
+        os.fchmod(fd, own.mode & 0o777)
+
+
+def restore_times(path: Path, metadata: Metadata, kinds: Iterable[str]) -> None:
+    """Give the session file and the sidecars of ``kinds`` their recorded modification times."""
+    for kind in kinds:
+        entry = metadata.get(kind)
+        if entry is None:
+            continue
+        target = path.with_name(path.name + kind[len(SUFFIX) :])
+        try:
+            os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+
+
+def to_redis(metadata: Metadata) -> dict[str, bytes]:
+    """The companion hash's fields for ``metadata``."""
+    fields: dict[str, bytes] = {}
+    for kind, entry in metadata.items():
+        fields[kind] = entry.content
+        fields[f"{kind}:mode"] = str(entry.mode).encode()
+        fields[f"{kind}:mtime_ns"] = str(entry.mtime_ns).encode()
+    return fields
+
+
+def from_redis(fields: dict[Any, Any]) -> Metadata:
+    """The entries of a companion hash (as ``HGETALL`` returns it: bytes keys and values)."""
+    text = {(key.decode() if isinstance(key, bytes) else key): value for key, value in fields.items()}
+    found = {}
+    for kind, content in text.items():
+        if ":" in kind:
+            continue
+        try:
+            mode = int(text[f"{kind}:mode"])
+            mtime_ns = int(text[f"{kind}:mtime_ns"])
+        except (KeyError, ValueError):
+            continue  # not one we wrote whole: ignored
+        found[kind] = Entry(bytes(content), mode, mtime_ns)
+    return found
+
+
+def _read(path: Path) -> Entry | None:
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(path, "is a symlink; refusing to follow it") from None
+        raise
+    try:
+        held = os.fstat(fd)
+        if not stat.S_ISREG(held.st_mode):
+            raise UnsafePathError(path, "is not a regular file; refusing to read it")
+        return Entry(reads.read_range(fd, 0, held.st_size), stat.S_IMODE(held.st_mode), held.st_mtime_ns)
+    finally:
+        os.close(fd)
+
+
+def _chmod(mode: int) -> Any:
+    def prepare(fd: int) -> None:
+        os.fchmod(fd, mode & 0o777)
+
+    return prepare

@@ -1,0 +1,133 @@
+"""One session into the SDK's ``RedisSession`` keys and its companion hash, in one ``MULTI``/``EXEC``.
+
+The layout is the SDK's: the session hash ``agents:session:<id>`` (``session_id``,
+``created_at``, ``updated_at``, seconds as decimal text), the message list
+``agents:session:<id>:messages`` (each item ``json.dumps(item, separators=(",", ":"))``), and
+ours beside it, ``jsonl-session:meta:<id>`` (see ``companion``).
+
+The destination's messages are read under ``WATCH`` and compared with the source
+(``outcomes.plan``); the missing tail, the session hash fields and the companion hash then go in
+one transaction, which Redis refuses if any watched key changed meanwhile (another writer, the
+SDK's ``add_items`` included): then it is read and compared again. So the copy is all or
+nothing per session, and never appends after items it has not compared.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from .companion import REDIS_PREFIX, Metadata, from_redis, to_redis
+from .outcomes import Outcome, plan
+
+__all__ = ["export_one", "read_companion"]
+
+SDK_PREFIX = "agents:session:"
+
+
+def serialize(item: Any) -> str:
+    """An item as ``RedisSession`` stores it."""
+    return json.dumps(item, separators=(",", ":"))
+
+
+async def export_one(
+    client: Any, session_id: str, items: list[Any], metadata: Metadata, *, replace: bool = False
+) -> Outcome:
+    """Bring one session in Redis up to ``items`` (and its companion to ``metadata``); see above."""
+    from redis.exceptions import WatchError
+
+    session_key = SDK_PREFIX + session_id
+    messages_key = session_key + ":messages"
+    meta_key = REDIS_PREFIX + session_id
+    fields = to_redis(metadata)
+    keys = (session_key, messages_key, meta_key)
+    # A first look without WATCH, one round trip: an up-to-date session (the common case of a
+    # re-run) needs nothing else. Anything to write is looked at again under WATCH.
+    done = _nothing_to_write(session_id, items, fields, await _look(client, keys), replace)
+    if done is not None:
+        return done
+    while True:
+        async with client.pipeline(transaction=True) as pipe:
+            try:
+                # WATCH first, then read on another connection in one round trip: a change by
+                # anyone after the WATCH makes the EXEC below fail, so nothing read is stale.
+                await pipe.watch(*keys)
+                seen = await _look(client, keys)
+                done = _nothing_to_write(session_id, items, fields, seen, replace)
+                if done is not None:
+                    return done
+                held, existed, _ = seen
+                decided = plan(session_id, items, held, replace=replace)
+                outcome = decided.outcome
+                tail = items[decided.start :]
+                same_metadata = _as_bytes(seen[2]) == fields
+                now = str(int(time.time()))
+                pipe.multi()
+                if decided.clear:
+                    pipe.delete(messages_key)
+                if tail or not existed:
+                    pipe.hset(session_key, "session_id", session_id)
+                    pipe.hsetnx(session_key, "created_at", now)
+                if tail:
+                    pipe.rpush(messages_key, *[serialize(item) for item in tail])
+                    pipe.hset(session_key, "updated_at", now)
+                if not same_metadata:
+                    pipe.delete(meta_key)
+                    if fields:
+                        pipe.hset(meta_key, mapping=fields)
+                await pipe.execute()
+            except WatchError:
+                continue  # written meanwhile: read and compare again
+        if outcome.status == "skipped" and not items and not existed:
+            return Outcome(session_id, "copied", 0)  # an empty session, stored now
+        return outcome
+
+
+async def _look(client: Any, keys: tuple[str, str, str]) -> tuple[list[Any], bool, dict[Any, Any]]:
+    """The session's items (decoded; corrupted ones skipped, as the SDK does), whether it is
+    stored at all, and its companion hash: one round trip."""
+    session_key, messages_key, meta_key = keys
+    reads = client.pipeline(transaction=False)
+    reads.lrange(messages_key, 0, -1)
+    reads.exists(session_key, messages_key)
+    reads.hgetall(meta_key)
+    raw, existed, stored_fields = await reads.execute()
+    held = []
+    for message in raw:
+        try:
+            held.append(json.loads(message))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue  # the SDK skips a corrupted message too
+    return held, bool(existed), stored_fields
+
+
+def _nothing_to_write(
+    session_id: str,
+    items: list[Any],
+    fields: dict[str, bytes],
+    seen: tuple[list[Any], bool, dict[Any, Any]],
+    replace: bool,
+) -> Outcome | None:
+    """The outcome if nothing is to be written (it differs, or is up to date metadata included)."""
+    held, existed, stored_fields = seen
+    decided = plan(session_id, items, held, replace=replace)
+    if not decided.write:
+        return decided.outcome
+    if decided.outcome.status == "skipped" and existed and _as_bytes(stored_fields) == fields:
+        return decided.outcome
+    return None
+
+
+def _as_bytes(fields: dict[Any, Any]) -> dict[str, bytes]:
+    return {
+        (key.decode() if isinstance(key, bytes) else key): (
+            value if isinstance(value, bytes) else value.encode()
+        )
+        for key, value in fields.items()
+    }
+
+
+async def read_companion(client: Any, session_id: str) -> Metadata:
+    """The companion entries of one session (none if it was never exported by jsonl-session)."""
+    return from_redis(await client.hgetall(REDIS_PREFIX + session_id))
