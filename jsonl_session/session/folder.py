@@ -14,7 +14,7 @@ import stat
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from ..core import errors, reads, sidecar_files
+from ..core import errors, item_times, reads, sidecar_files
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
 from ..core.names import DEFAULT_DIRECTORY, META, filename_for, id_for
@@ -29,7 +29,24 @@ if TYPE_CHECKING:
     from .store import JSONLSession
 
 # DEFAULT_LOCK_TIMEOUT and id_for are core's, offered here to the CLI, which imports no core module.
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "SessionDirectory", "SessionInfo", "id_for", "utc_seconds"]
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "SessionDirectory",
+    "SessionInfo",
+    "id_for",
+    "last_activity",
+    "utc_seconds",
+]
+
+
+def last_activity(path: str, mtime: float) -> float:
+    """When the session at ``path`` was last active (``ls``): its newest item's time, else ``mtime``.
+
+    The time comes from the ``.times`` sidecar (see ``core.item_times``); a session without
+    one, or whose newest item has no time (written by hand), is as recent as its file.
+    """
+    newest = item_times.newest_item_time(path)
+    return mtime if newest is None else newest
 
 
 class SessionDirectory:
@@ -220,7 +237,7 @@ class SessionDirectory:
         target = self.open(target_id)
         if not source.path.is_file():
             raise SessionNotFoundError(source.path, "no such session")
-        items = source._all_items()
+        items, times = source._all_items_with_times()  # the fork keeps their times
         if at is not None:
             items = items[:at]
         elif at_turn is not None:
@@ -228,7 +245,7 @@ class SessionDirectory:
             if at_turn > len(turns):  # was: all of it, exit 0 (issue 24)
                 raise TooFewTurnsError(source.path, len(turns), f"fork at turn {at_turn}")
             items = items[: turns[at_turn].start] if at_turn < len(turns) else items
-        target._write_fork(items, new_lineage(source_id, items))
+        target._write_fork(items, new_lineage(source_id, items), times[: len(items)])
         return target
 
     def _scan(self) -> Sequence[os.DirEntry[str]]:

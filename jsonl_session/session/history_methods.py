@@ -85,6 +85,8 @@ class SessionFeatures(MetadataMethods):
         self._handle.sync_folder_once()
         removed = rewind(fd, self.path, turns, durable=self.durable)
         if removed:
+            if self._times is not None:
+                self._times.forget_newest(removed)
             paused_runs.clear(self.path, durable=self.durable)
         return removed
 
@@ -276,8 +278,10 @@ class SessionFeatures(MetadataMethods):
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _write_fork(self, items: list[Any], lineage: Lineage) -> None:
+    def _write_fork(self, items: list[Any], lineage: Lineage, times: list[int | None] | None = None) -> None:
         """Become a fork: the items, then the lineage, both under this session's exclusive lock.
+
+        ``times`` (ms, one per item, None for unknown) are the source's: the fork keeps them.
 
         In this order a crash in between leaves a plain copy without lineage, never a lineage
         that describes items which are not there.
@@ -291,6 +295,8 @@ class SessionFeatures(MetadataMethods):
                 raise SessionExistsError(self.path, "session already exists; not overwriting it")
             self._handle.replaced()  # the next call opens the new file
             storage.replace(fd, self.path, payload, durable=self.durable)
+            if self._times is not None and times is not None:
+                self._times.write_records(payload, times)
             path = sidecar_files.sidecar(self.path, sidecar_files.LINEAGE)
             sidecar_files.write_json(path, lineage.to_json(), durable=self.durable)
 

@@ -9,6 +9,7 @@ API reference). The SDK's four methods and their blocking twins are in ``store``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 from ..core import reads, storage
 from ..core.async_locking import AsyncLocked
 from ..core.codec import encode_items, identical
+from ..core.item_times import TimesLog
 from ..core.locking import MISSING, FileHandle, Locked
 from ..history.turns import newest_turns
 
@@ -31,6 +33,7 @@ class LockedOperations:
     turn_limit: int | None
     _handle: FileHandle
     _lock_timeout: float
+    _times: TimesLog | None
 
     @property
     def durable(self) -> bool:  # pragma: no cover - JSONLSession's
@@ -107,7 +110,11 @@ class LockedOperations:
         # to the sidecar first rather than let the rename throw it away.
         self._handle.replaced()  # the next call opens the new file
         storage.repair_tail(fd, self.path, durable=self.durable)
+        times = self._times
+        before = b"" if times is None else reads.read_range(fd, 0, os.fstat(fd).st_size)
         storage.replace(fd, self.path, payload, durable=self.durable)
+        if times is not None:  # after the items: a crash in between leaves the old times, which still match
+            times.rewrite(before, payload)
 
 
 def _encoding_or_none(items: list[Any]) -> bytes | None:

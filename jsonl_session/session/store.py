@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..core import reads, storage
 from ..core.async_locking import AsyncLocked
 from ..core.codec import encode_items
+from ..core.item_times import TimesLog
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout
 from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
 from ..history import paused_runs
@@ -34,6 +35,7 @@ from . import compaction
 from .history_methods import SessionFeatures
 from .locked_operations import Draft
 from .settings import as_sdk_settings, coerce_settings
+from .timestamps import TimestampMethods
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem  # noqa: F401  (for readers of the types)
@@ -49,7 +51,7 @@ _INLINE_LIMIT = 100
 _INLINE_PAYLOAD_BYTES = 256 * 1024
 
 
-class JSONLSession(SessionFeatures):
+class JSONLSession(SessionFeatures, TimestampMethods):
     """Conversation history for the Agents SDK, stored as ``<directory>/<session_id>.jsonl``.
 
     Args:
@@ -66,6 +68,8 @@ class JSONLSession(SessionFeatures):
         turn_limit: When no item limit applies, ``get_items()`` returns the newest this
             many whole turns (a user message and what follows it), so the history never
             starts with a tool output cut from its call. Not together with a settings limit.
+        timestamps: Record when each item was added, beside the items (``<file>.jsonl.times``,
+            see :meth:`get_items_with_times_sync`); the items' lines are never touched.
 
     Example:
         >>> from agents import Agent, Runner                     # doctest: +SKIP
@@ -85,6 +89,7 @@ class JSONLSession(SessionFeatures):
         durable: bool = True,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         turn_limit: int | None = None,
+        timestamps: bool = True,
     ) -> None:
         self.session_id = session_id
         self.directory = Path(directory)
@@ -92,6 +97,7 @@ class JSONLSession(SessionFeatures):
         self._session_settings: Any = None
         self.session_settings = session_settings
         self._handle = FileHandle(self.path, durable=durable)
+        self._times = TimesLog(self.path) if timestamps else None
         self.lock_timeout = lock_timeout
         if turn_limit is not None:
             if isinstance(turn_limit, bool) or not isinstance(turn_limit, int) or turn_limit < 0:
@@ -192,8 +198,14 @@ class JSONLSession(SessionFeatures):
                 await lock.finish_in_thread(self._append, fd, payload, size)
             else:
                 storage.write_at_end(fd, payload, size, durable=False)
+                times = self._times  # when each item was added: one more write (core/item_times.py)
                 if durable:
-                    await lock.finish_in_thread(storage.sync_or_undo, fd, size)
+                    if times is None:
+                        await lock.finish_in_thread(storage.sync_or_undo, fd, size)
+                    else:
+                        await lock.finish_in_thread(times.sync_and_stamp, fd, size, payload)
+                elif times is not None:
+                    times.stamp(payload)
 
     async def pop_item(self) -> Any:
         """Remove and return the newest item (None when empty) by truncating its line."""
@@ -328,6 +340,8 @@ class JSONLSession(SessionFeatures):
     def close(self) -> None:
         """Close the file descriptor this object keeps open (it reopens if used again)."""
         self._handle.close()
+        if self._times is not None:
+            self._times.close()
 
     # -- one implementation behind both faces -------------------------------------------
 
@@ -351,17 +365,24 @@ class JSONLSession(SessionFeatures):
     def _append(self, fd: int, payload: bytes, size: int) -> None:
         self._handle.sync_folder_once()
         storage.append(fd, self.path, payload, durable=self.durable, size=size)
+        if self._times is not None:
+            self._times.stamp(payload)
 
     def _pop(self, fd: int) -> Any:
         if fd == MISSING:
             return None
         self._handle.sync_folder_once()
-        return storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
+        item = storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
+        if item is not None and self._times is not None:
+            self._times.forget_newest([item])
+        return item
 
     def _clear(self, fd: int) -> None:
         if fd != MISSING:
             self._handle.sync_folder_once()
             storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
+            if self._times is not None:
+                self._times.clear()
             # A paused run resumes turns that are gone now (as after ``rewind``); the usage
             # log is a ledger of tokens spent, and stays (docs/history.md, issue 24).
             paused_runs.clear(self.path, durable=self.durable)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import codec, reads, scanner, storage, temp_files
+from ..core import codec, item_times, reads, scanner, storage, temp_files
 from ..core.errors import SessionFileError
 from ..core.transaction import Transaction
 from .check import CALL_PAIRS
@@ -78,9 +78,10 @@ class EditCopy:
                 )
             current = reads.read_range(file.fd, 0, file.size)
             appended = self._appended(current)
-            storage.replace(
-                file.fd, session.path, codec.encode_items([*items, *appended]), durable=session.durable
-            )
+            payload = codec.encode_items([*items, *appended])
+            storage.replace(file.fd, session.path, payload, durable=session.durable)
+            if session.timestamps:  # kept items keep their times, edited and new ones get now
+                item_times.TimesLog(session.path).rewrite(current, payload)
         return len(appended)
 
     def _kept(self) -> Path:

@@ -15,7 +15,9 @@ USAGE = b'{"input_tokens":100,"output_tokens":20,"requests":1,"total_tokens":120
 
 
 def old_session(folder: Path, session_id: str, days: float) -> dict[str, bytes]:
-    JSONLSession(session_id, folder).add_items_sync([{"role": "user", "content": f"hi from {session_id}"}])
+    # no .times sidecar: the test ages the files it lists
+    session = JSONLSession(session_id, folder, timestamps=False)
+    session.add_items_sync([{"role": "user", "content": f"hi from {session_id}"}])
     (folder / f"{session_id}.jsonl.usage").write_bytes(USAGE)
     when = time.time() - days * 86400
     files = {}

@@ -116,7 +116,9 @@ def test_a_failed_fsync_leaves_the_file_byte_identical(tmp_path: Path, operation
     assert fail_fsync_in_child(tmp_path, operation, warm=warm) == ("ok", "EIO")
     assert session.path.read_bytes() == before
     assert not session.sidecar_path.exists()
-    assert [path.name for path in tmp_path.iterdir()] == [session.path.name], "a temporary file was left"
+    assert [path.name for path in tmp_path.iterdir() if path.suffix != ".times"] == [session.path.name], (
+        "a temporary file was left"
+    )
     session.add_items_sync([{"n": 3}])  # and the next write works
     assert session.path.read_bytes() == before + b'{"n":3}\n'
 

@@ -44,7 +44,7 @@ def test_hostile_ids_stay_inside_the_directory(session_id: str, tmp_path: Path) 
     assert "/" not in session.path.name and "\x00" not in session.path.name
     session.add_items_sync([{"id": session_id}])
     assert [p.name for p in tmp_path.iterdir()] == ["sessions"]
-    assert list(directory.iterdir()) == [session.path]
+    assert sorted(directory.iterdir()) == [session.path, session.path.with_name(session.path.name + ".times")]
     assert SessionDirectory(directory).ids() == [session_id]
     assert JSONLSession(session_id, directory).get_items_sync() == [{"id": session_id}]
 

@@ -113,7 +113,7 @@ def test_ls_tree_and_marks_show_lineage(sessions_dir: Path) -> None:
         "    └── trip-b2  (2 items)",
     ]
     listing = run(sessions_dir, "ls")
-    assert listing.out.splitlines()[0].split() == ["ID", "ITEMS", "SIZE", "MODIFIED", "(UTC)", "NOTE"]
+    assert listing.out.splitlines()[0].split() == ["ID", "ITEMS", "SIZE", "LAST", "ACTIVITY", "(UTC)", "NOTE"]
     assert any(
         row.startswith("trip-b2 ") and row.endswith("fork of trip-b") for row in listing.out.splitlines()
     )
@@ -130,7 +130,7 @@ def test_rm_deletes_the_metadata_first_and_keeps_the_torn_sidecar(sessions_dir: 
         (sessions_dir / f"trip-b.jsonl{kind}").write_text("{}\n")
     result = run(sessions_dir, "rm", "trip-b", "--yes")
     assert result.code == 0, result.err
-    assert sorted(os.listdir(sessions_dir)) == ["trip-b.jsonl.torn", "trip.jsonl"]
+    assert sorted(os.listdir(sessions_dir)) == ["trip-b.jsonl.torn", "trip.jsonl", "trip.jsonl.times"]
     assert fork.lineage is None
 
 

@@ -267,7 +267,7 @@ def test_a_new_session_never_inherits_the_metadata_of_a_removed_one(sessions_dir
     SessionDirectory(sessions_dir).fork("source", "x-fork")
     os.remove(old.path)  # `rm sessions/x.jsonl` by hand: its .run and .usage stay behind
     leftovers = sorted(path.name for path in sessions_dir.glob("x.jsonl.*"))
-    assert leftovers == ["x.jsonl.run", "x.jsonl.usage"]
+    assert leftovers == ["x.jsonl.run", "x.jsonl.times", "x.jsonl.usage"]
     if way == "add":
         JSONLSession("x", sessions_dir).add_items_sync([{"role": "user", "content": "new"}])
     elif way == "fork":

@@ -209,7 +209,10 @@ def test_no_lock_or_temporary_files_appear_next_to_sessions(sessions_dir: Path) 
     with session.rewrite() as draft:
         draft.items.append({"c": 3})
     session.clear_session_sync()
-    assert [p.name for p in sessions_dir.iterdir()] == ["x.jsonl"]
+    assert sorted(p.name for p in sessions_dir.iterdir()) == [
+        "x.jsonl",
+        "x.jsonl.times",
+    ]  # and when items came
 
 
 def test_symlink_at_the_session_path_is_refused(sessions_dir: Path, tmp_path: Path) -> None:

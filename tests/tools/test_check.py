@@ -204,5 +204,9 @@ def test_check_names_orphaned_sidecars_and_their_temporary_files_and_fix_removes
     ]
     fixed = run(sessions_dir, "check", "--fix")
     assert fixed.code == 0, fixed.out
-    assert sorted(path.name for path in sessions_dir.iterdir()) == ["kept.jsonl", "kept.jsonl.usage"]
+    assert sorted(path.name for path in sessions_dir.iterdir()) == [
+        "kept.jsonl",
+        "kept.jsonl.times",
+        "kept.jsonl.usage",
+    ]
     assert run(sessions_dir, "check").code == 0
