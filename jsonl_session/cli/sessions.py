@@ -14,7 +14,7 @@ import time
 
 from ..render.sizes import human_size
 from ..render.terminal_text import printable
-from ..session.folder import utc_seconds
+from ..session.folder import last_activity, utc_seconds
 from .arguments import PROG
 from .lookup import directory, existing, open_session
 from .output import Failure, UsageError, confirm, error, note, plural, print_items, print_json, skip_warning
@@ -22,6 +22,8 @@ from .output import Failure, UsageError, confirm, error, note, plural, print_ite
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     import argparse
+    from datetime import datetime
+    from typing import Any
 
     from ..session.folder import SessionInfo
 
@@ -44,6 +46,12 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.tree and not args.json and infos:
         print_tree(infos)
         return status
+    # Last activity: the newest item's time (the .times sidecar), else the file's; most recent first.
+    folder = directory(args)
+    active = {
+        info.session_id: last_activity(folder.session_path(info.session_id), info.mtime) for info in infos
+    }
+    infos.sort(key=lambda info: (active[info.session_id], info.session_id), reverse=True)
     if args.json:
         # The standard json module, not orjson: for these flat records (str, int, bool, None) it
         # writes the same bytes, and loads ~10 ms sooner (tests/cli/test_cli.py, test_startup.py).
@@ -55,6 +63,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 "items": info.items,
                 "size": info.size,
                 "modified": iso_utc(info.mtime),
+                "last_activity": iso_utc(active[info.session_id]),
                 "path": str(info.path),
                 "paused": info.paused,
                 "forked_from": info.forked_from,
@@ -74,10 +83,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
     marks = [printable(mark(info)) for info in infos]
     about = _about_columns(infos)
     notes = "  NOTE" if any(marks) else ""
-    heading = f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  {'MODIFIED (UTC)':<19}{about[0]}{notes}"
+    heading = f"{'ID':<{width}}  {'ITEMS':>6}  {'SIZE':>7}  {'LAST ACTIVITY (UTC)':<19}{about[0]}{notes}"
     out.write(heading.rstrip() + "\n")
     for info, session_id, marked, described in zip(infos, shown, marks, about[1]):
-        modified = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(utc_seconds(info.mtime)))
+        modified = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(utc_seconds(active[info.session_id])))
         size = human_size(info.size)
         row = f"{session_id:<{width}}  {info.items:>6}  {size:>7}  {modified}{described}  {marked}"
         out.write(row.rstrip() + "\n")
@@ -129,13 +138,27 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(header)
     first = 1
     if args.n is None:
-        items = session.get_items_sync()
+        timed = session.get_items_with_times_sync()
     else:  # only the newest n are read: `show -n 1` of a 300 MB session peaked near 800 MB
         total = session.count_items_sync()
-        items = session.get_items_sync(limit=args.n) if args.n else []
-        first = max(1, total - len(items) + 1)
-    print_items(args, items, first=first)
+        timed = session.get_items_with_times_sync(limit=args.n) if args.n else []
+        first = max(1, total - len(timed) + 1)
+    if args.json or all(when is None for _, when in timed):
+        print_items(args, [item for item, _ in timed], first=first)
+    else:
+        _print_timed(timed, first)
     return 0
+
+
+def _print_timed(timed: list[tuple[Any, datetime | None]], first: int) -> None:
+    """``show``'s transcript with a time column: when each item was added (UTC), blank when unknown."""
+    from ..render.item_text import render
+    from .output import style_for
+
+    style = style_for(sys.stdout)
+    for offset, (item, when) in enumerate(timed):
+        stamp = when.strftime("%Y-%m-%d %H:%M:%S") if when is not None else ""
+        print(f"{first + offset:>4}  {stamp:<19}  {render(item, style=style)}")
 
 
 def _show_document(args: argparse.Namespace) -> int:

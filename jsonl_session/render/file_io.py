@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..core import codec, reads
+from ..core import codec, item_times, reads
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.scanner import Scan
 from ..core.transaction import Transaction
@@ -95,7 +95,8 @@ def session_html(
 ) -> tuple[bytes, Views]:
     """A self-contained HTML transcript of the file at ``path``, and the views it shows."""
     found = read_views(path, newest=newest, lock_timeout=lock_timeout)
-    return transcript_page(title, encode_views(found.views), meta=found.meta), found
+    times = _line_times(path, lock_timeout)
+    return transcript_page(title, encode_views(found.views), meta=found.meta, times=times), found
 
 
 @dataclass
@@ -128,11 +129,9 @@ def write_session_html(
     if newest is not None:  # at most ``newest`` views: small by request
         found = read_views(path, newest=newest, lock_timeout=lock_timeout)
         written = Written(Path(path))
-        out.writelines(
-            transcript_parts(
-                title, map(encode_view, _noted(found.views, written)), meta=found.meta, about=about
-            )
-        )
+        times = _line_times(path, lock_timeout)
+        encoded = map(encode_view, _noted(found.views, written))
+        out.writelines(transcript_parts(title, encoded, meta=found.meta, about=about, times=times))
         return written
     with tempfile.TemporaryFile(prefix="jsonl-session-show-") as copy:
         size = _copy_locked(path, copy, lock_timeout)
@@ -140,9 +139,18 @@ def write_session_html(
         total = sum(len(scan.lines) + _tail(scan) for scan in reads.scan_file(fd, size))
         meta = _meta(Path(path), total, total, size)
         written = Written(Path(path))
+        times = item_times.numbered_times(path, reads.scan_file(fd, size))  # when each item was added
         views = _noted(views_of_scans(reads.scan_file(fd, size)), written)
-        out.writelines(transcript_parts(title, map(encode_view, views), meta=meta, about=about))
+        out.writelines(transcript_parts(title, map(encode_view, views), meta=meta, about=about, times=times))
     return written
+
+
+def _line_times(path: str | os.PathLike[str], lock_timeout: float) -> list[list[int]]:
+    """``[line number, ms]`` of the items of the session at ``path`` whose time is known (its ``.times``)."""
+    with Transaction(Path(path), write=False, timeout=lock_timeout) as file:
+        if not file.exists:
+            return []
+        return item_times.numbered_times(path, reads.scan_file(file.fd, file.size))
 
 
 def open_private(output: str | os.PathLike[str], session: str | os.PathLike[str]) -> BinaryIO:

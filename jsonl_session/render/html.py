@@ -29,7 +29,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -86,6 +86,7 @@ def transcript_page(
     meta: str = "",
     live: Live | None = None,
     about: Mapping[str, Any] | None = None,
+    times: Sequence[Sequence[int]] | None = None,
 ) -> bytes:
     """A transcript page for the views in ``items_json`` (a JSON array from ``view.encode_views``).
 
@@ -96,9 +97,11 @@ def transcript_page(
         live: For ``serve``: follow the session through server-sent events.
         about: What the header and the turns panel show (``history.page_data.page_about``):
             ``title``, ``default_title``, ``tags``, ``owner``, ``extra``, ``turns``; JSON values.
+        times: When items were added, as ``[line number, ms since 1970]`` pairs
+            (``core.item_times.numbered_times``): each item shows its time.
     """
     # One copy of the items: escaped, then joined into the page.
-    head = transcript_head(title, meta=meta, live=live, about=about)
+    head = transcript_head(title, meta=meta, live=live, about=about, times=times)
     return b"".join((head, script_json(items_json), transcript_end()))
 
 
@@ -109,6 +112,7 @@ def transcript_parts(
     meta: str = "",
     live: Live | None = None,
     about: Mapping[str, Any] | None = None,
+    times: Sequence[Sequence[int]] | None = None,
 ) -> Iterator[bytes]:
     """The same page as :func:`transcript_page`, in pieces of about :data:`PIECE_BYTES`, as they are made.
 
@@ -122,7 +126,7 @@ def transcript_parts(
         >>> b"".join(transcript_parts("demo", [view])) == transcript_page("demo", b"[" + view + b"]")
         True
     """
-    yield transcript_head(title, meta=meta, live=live, about=about)
+    yield transcript_head(title, meta=meta, live=live, about=about, times=times)
     yield from json_array_parts(views)
     yield transcript_end()
 
@@ -144,7 +148,12 @@ def json_array_parts(objects: Iterable[bytes], *, opening: bytes = b"[") -> Iter
 
 
 def transcript_head(
-    title: str, *, meta: str = "", live: Live | None = None, about: Mapping[str, Any] | None = None
+    title: str,
+    *,
+    meta: str = "",
+    live: Live | None = None,
+    about: Mapping[str, Any] | None = None,
+    times: Sequence[Sequence[int]] | None = None,
 ) -> bytes:
     """The page up to its items' JSON array (what follows it is :func:`transcript_end`)."""
     settings = {
@@ -153,6 +162,7 @@ def transcript_head(
         if live is None
         else {"events": live.events, "version": live.version, "problem": live.problem},
         "about": about,
+        "times": times or None,
     }
     shown = about and (about.get("title") or about.get("default_title"))
     prefix = script_json(orjson.dumps(settings)[:-1] + b',"items":')

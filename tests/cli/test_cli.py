@@ -23,6 +23,7 @@ from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.cli.commands import _HANDLERS, handler_for, main
 from jsonl_session.cli.parser import build_parser
 from jsonl_session.cli.sessions import iso_utc
+from jsonl_session.session.folder import last_activity
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
@@ -35,6 +36,13 @@ CONVERSATION: list[dict[str, Any]] = [
     {"type": "function_call_output", "call_id": "call_1", "output": "Sunny, 21C " + "x" * 400},
     {"role": "assistant", "content": [{"type": "output_text", "text": "It is sunny in Paris, 21°C."}]},
 ]
+
+
+def without_times(shown: str) -> list[str]:
+    """``show``'s lines without the time column (tests/cli/test_cli_timestamps.py checks it)."""
+    return [
+        re.sub(r"^( *\d+)  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  ", r"\1  ", line) for line in shown.splitlines()
+    ]
 
 
 def make(
@@ -101,7 +109,7 @@ def test_add_text_then_stdin_then_show_ls_and_pop(sessions_dir: Path) -> None:
 
     show = run(sessions_dir, "show", "c1")
     assert show.code == 0
-    lines = show.out.splitlines()
+    lines = without_times(show.out)
     assert lines[0] == "   1  user: Hello there"
     assert lines[2] == "   3  reasoning: Need the weather tool."
     assert lines[3] == '   4  tool call get_weather {"city":"Paris"}  [call_1]'
@@ -114,10 +122,11 @@ def test_add_text_then_stdin_then_show_ls_and_pop(sessions_dir: Path) -> None:
 
     make(sessions_dir, "older", [{"role": "user", "content": "x"}])
     os.utime(sessions_dir / "older.jsonl", (1_000_000_000, 1_000_000_000))
+    (sessions_dir / "older.jsonl.times").unlink()  # no item times: ls shows the file's time
     listing = run(sessions_dir, "ls")
     assert listing.code == 0
     rows = listing.out.splitlines()
-    assert rows[0].split() == ["ID", "ITEMS", "SIZE", "MODIFIED", "(UTC)"]
+    assert rows[0].split() == ["ID", "ITEMS", "SIZE", "LAST", "ACTIVITY", "(UTC)"]
     assert rows[1].split()[:2] == ["c1", "5"] and rows[2].split()[:2] == ["older", "1"]  # newest first
     as_json = [json.loads(line) for line in run(sessions_dir, "ls", "--json").out.splitlines()]
     assert [(row["id"], row["items"]) for row in as_json] == [("c1", 5), ("older", 1)]
@@ -132,6 +141,8 @@ def test_ls_shows_the_second_that_the_listed_datetime_shows(sessions_dir: Path) 
     # ls formats times without datetime: 0.9999996 s rounds up to the next second, as datetime does
     make(sessions_dir, "up", [{"role": "user", "content": "x"}])
     make(sessions_dir, "down", [{"role": "user", "content": "x"}])
+    for session_id in ("up", "down"):  # no item times: ls shows the file's
+        (sessions_dir / f"{session_id}.jsonl.times").unlink()
     os.utime(sessions_dir / "up.jsonl", ns=(1_000_000_000_999_999_600,) * 2)
     os.utime(sessions_dir / "down.jsonl", ns=(1_000_000_000_999_999_400,) * 2)
     rows = [row.split() for row in run(sessions_dir, "ls").out.splitlines()[1:]]
@@ -146,7 +157,9 @@ def test_ls_json_writes_the_bytes_orjson_would(sessions_dir: Path) -> None:
     for session_id in ("plain", "café ☕", 'quo"te\\back', "tab\tnew\nline\x1b\x7f", "𝄞 emoji 🎉"):
         make(sessions_dir, session_id, [{"role": "user", "content": "x"}])
     os.utime(sessions_dir / "plain.jsonl", ns=(1_000_000_000_999_999_600,) * 2)
+    (sessions_dir / "plain.jsonl.times").unlink()  # no item times: its last activity is its file's
     listed = SessionDirectory(sessions_dir).list()
+    listed.sort(key=lambda info: (last_activity(str(info.path), info.mtime), info.session_id), reverse=True)
     expected = b"".join(
         orjson.dumps(
             {
@@ -154,6 +167,9 @@ def test_ls_json_writes_the_bytes_orjson_would(sessions_dir: Path) -> None:
                 "items": info.items,
                 "size": info.size,
                 "modified": info.modified.isoformat(timespec="seconds"),
+                "last_activity": datetime.fromtimestamp(
+                    last_activity(str(info.path), info.mtime), timezone.utc
+                ).isoformat(timespec="seconds"),
                 "path": str(info.path),
                 "paused": info.paused,
                 "forked_from": info.forked_from,
@@ -303,7 +319,7 @@ def test_grep_prints_id_line_role_snippet_and_filters_by_role(sessions_dir: Path
     assistant = run(sessions_dir, "grep", "Paris", "convo", "--role", "assistant", "--json")
     assert [json.loads(line)["line"] for line in assistant.out.splitlines()] == [5]
     # show and grep name tool items alike; --role takes that name or the item's type.
-    shown = run(sessions_dir, "show", "convo").out.splitlines()
+    shown = without_times(run(sessions_dir, "show", "convo").out)
     assert shown[2].startswith("   3  tool call get_weather") and shown[3].startswith("   4  tool output [")
     for role in ("tool call", "function_call"):
         calls = run(sessions_dir, "grep", "Paris", "convo", "--role", role)

@@ -139,6 +139,29 @@ def test_the_transcript_renders_offline(watched: Watched, tmp_path: Path) -> Non
     watched.assert_nothing_ran()
 
 
+def test_each_item_shows_when_it_was_added(watched: Watched, tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    session = JSONLSession("timed", folder)
+    items = conversation()
+    session.add_items_sync(items[:4])
+    with session.path.open("ab") as hand:  # written by hand: no time
+        hand.write(b'{"role": "user", "content": "added by hand"}\n')
+    session.add_items_sync(items[4:])
+    times = {number: when for number, (_, when) in enumerate(session.get_items_with_times_sync(), start=1)}
+    page = watched.open(html_file(folder, "timed", tmp_path))
+    assert page.locator("article.item").count() == len(items) + 1
+    stamp = page.locator("#L2 header time.at")
+    added = times[2]
+    assert added is not None
+    assert stamp.get_attribute("datetime") == added.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert (stamp.get_attribute("title") or "").startswith("added ")
+    assert stamp.locator(".sr").text_content() == "added "  # what a screen reader hears first
+    assert page.locator("#L5 header time").count() == 0  # the hand-written line has no time
+    assert page.locator("article.item header time.at").count() == len(items)
+    assert audit(page) == []  # the label keeps its contrast, and reads as "added <time>"
+    watched.assert_nothing_ran()
+
+
 def test_filters_and_search_narrow_the_transcript(watched: Watched, tmp_path: Path) -> None:
     write_session(tmp_path / "s" / "chat.jsonl", conversation())
     page = watched.open(html_file(tmp_path / "s", "chat", tmp_path))

@@ -31,6 +31,8 @@
   const alertBox = $("alert");
 
   let items = data.items;
+  // When each item was added, by line number ([number, ms since 1970] pairs; core/item_times.py).
+  const times = new Map(data.times || []);
   let haystacks = [];
   let query = "";
   let visible = []; // indices into items of the items that pass the filters, in order
@@ -288,9 +290,21 @@
     if (raw !== view.title) title.title = "type: " + raw;
     head.append(link, title);
     if (view.ref) head.append(el("span", "ref", view.ref));
+    if (times.has(number)) head.append(addedAt(times.get(number)));
     node.append(head);
     if (view.text) node.append(...prose(view));
     for (const part of view.blocks) node.append(block(part, number));
+    return node;
+  }
+
+  // When the item was added: a short label (date and minute, local time), the full time on
+  // hover, and for screen readers "added" before it.
+  function addedAt(ms) {
+    const when = new Date(ms);
+    const node = el("time", "at");
+    node.dateTime = when.toISOString();
+    node.title = "added " + when.toLocaleString();
+    node.append(el("span", "sr", "added "), when.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" }));
     return node;
   }
 
@@ -884,6 +898,8 @@
 
   function removed(count) {
     const keep = Math.max(0, items.length - count);
+    const lastLine = keep ? items[keep - 1].number : 0;
+    for (const number of [...times.keys()]) if (number > lastLine) times.delete(number); // new lines get these numbers
     items.length = keep;
     haystacks.length = Math.min(haystacks.length, keep);
     while (visible.length && visible[visible.length - 1] >= keep) visible.pop();
@@ -929,16 +945,19 @@
       settled("");
     },
     cleared(change) {
+      times.clear();
       note("cleared", `session cleared (${change.count} item${change.count === 1 ? "" : "s"} removed)`);
       replaceAll([]);
       settled("");
     },
     replaced(change) {
+      times.clear(); // the lines moved: their times are no longer known here (reload for them)
       note("replaced", `session rewritten: now ${change.count} item${change.count === 1 ? "" : "s"}`);
       replaceAll(change.items);
       settled("");
     },
     deleted() {
+      times.clear();
       note("deleted", "session file deleted");
       replaceAll([]);
       settled("");
