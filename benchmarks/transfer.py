@@ -15,7 +15,14 @@ What is measured, per backend, with the library calls the CLI makes (:mod:`jsonl
 
 * **export**: every session of the folder, one ``add_items`` per session;
 * **re-run**: the same export again, when every session is already there (read and compare);
-* **import**: every session back into an empty folder, one atomic file write per session.
+* **import**: every session back into an empty folder, one atomic file write per session;
+* **append**: every 10th session gained 10 items since: the export compares every session and
+  appends only those tails (items/s counts the appended items only).
+
+Exports go the way the CLI's do: into PostgreSQL many sessions per transaction in the SDK's
+tables (``transfer.sql_store``), into Redis one ``MULTI``/``EXEC`` per session
+(``transfer.redis_store``), each with its companion metadata; after the export every 50th
+session is read back through the SDK's own session class and compared (not timed).
 """
 
 from __future__ import annotations
@@ -147,21 +154,43 @@ async def measure(url: str, folder: Path, scratch: Path, total_items: int) -> di
     importlib.import_module("agents.extensions.memory.sqlalchemy_session")
     source = SessionDirectory(folder)
     figures: dict[str, Any] = {}
-    for step in ("export", "re-run", "import"):
+    for step in ("export", "re-run", "import", "append"):
+        grown = 0
+        if step == "append":  # every 10th session gains 10 items: only those are written
+            for session_id in source.ids()[::10]:
+                source.open(session_id, durable=False).add_items_sync(item_source.sample(10, seed=7))
+                grown += 10
         started = time.perf_counter()
         if step == "import":
             outcomes = await import_all(url, SessionDirectory(scratch / "back"))
         else:
             outcomes = await export_all(source, url)
         seconds = time.perf_counter() - started
-        expected = "skipped" if step == "re-run" else "copied"
-        assert all(outcome.status == expected for outcome in outcomes), {o.status for o in outcomes}
+        expected = {
+            "export": {"copied"},
+            "re-run": {"skipped"},
+            "import": {"copied"},
+            "append": {"appended", "skipped"},
+        }
+        assert {outcome.status for outcome in outcomes} <= expected[step], {o.status for o in outcomes}
+        moved = grown if step == "append" else total_items
         figures[step] = {
             "seconds": round(seconds, 3),
-            "items_per_s": round(total_items / seconds),
+            "items_per_s": round(moved / seconds),
             "sessions_per_s": round(len(outcomes) / seconds, 1),
         }
+        if step == "export":
+            await check_through_the_sdk(url, source)
     return figures
+
+
+async def check_through_the_sdk(url: str, source: SessionDirectory) -> None:
+    """Every 50th session read back through the SDK's own class equals the file (not timed)."""
+    from jsonl_session.transfer.backends import open_url
+
+    for session_id in source.ids()[::50]:
+        async with open_url(url, session_id) as remote:
+            assert await remote.get_items() == source.open(session_id).get_items_sync(), session_id
 
 
 def report(result: dict[str, Any]) -> str:
