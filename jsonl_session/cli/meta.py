@@ -10,12 +10,14 @@ import argparse
 from typing import Any
 
 from ..render.terminal_text import printable
+from .arguments import PROG
 from .lookup import existing
-from .output import UsageError, print_json
+from .output import UsageError, note, print_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..history.metadata import SessionMetadata
+    from ..session.store import JSONLSession
 
 
 def cmd_meta(args: argparse.Namespace) -> int:
@@ -71,6 +73,18 @@ def print_metadata(about: SessionMetadata) -> None:
     for key, value in sorted(about.extra.items()):
         print(printable(f"extra:   {key} = {value if isinstance(value, str) else _json(value)}"))
     print(f"updated: {about.updated_at or '-'}")
+
+
+def header_for(session: JSONLSession) -> str | None:
+    """``show``'s header line for ``session`` (None without metadata); a hand-broken ``.meta`` is
+    named in a warning, and the transcript still shown."""
+    from .. import SessionFileError, UnsafePathError
+
+    try:
+        return header_line(session.get_metadata_sync())
+    except (SessionFileError, UnsafePathError) as exc:
+        note(f"{PROG}: warning: {exc}; its title, tags and owner are not shown")
+        return None
 
 
 def header_line(about: SessionMetadata) -> str | None:

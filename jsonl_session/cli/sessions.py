@@ -131,9 +131,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         return show_turns(args, session)
     if not args.json:
-        from .meta import header_line
+        from .meta import header_for
 
-        header = header_line(session.get_metadata_sync())
+        header = header_for(session)
         if header is not None:
             print(header)
     first = 1

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core import reads, scanner, sidecar_files
+from ..core.errors import SessionFileError, UnsafePathError
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.transaction import Transaction
 from ..render.item_text import shorten, text_of
-from .metadata import default_title, first_user_message, read_metadata
+from .metadata import SessionMetadata, default_title, first_user_message, read_metadata
 from .turn_growth import LARGEST, Contributor, Growth, TurnGrowth
 from .turns import TEXT_WIDTH, Turn, is_user_message
 from .usage import turn_usage
@@ -41,13 +42,17 @@ def page_about(
     ``turns`` False leaves the panel out (``"turns": None``): ``show -n N`` pages hold only
     the newest items, which most turns' links would miss.
 
-    Raises:
-        SessionFileError: the ``.meta`` file was broken by hand.
+    A hand-broken ``.meta`` file does not stop the page: ``problem`` says what is wrong with it
+    (None when nothing is), and the page shows no title, tags or owner.
     """
     path = Path(path)
-    stored = read_metadata(path)
+    try:
+        stored, problem = read_metadata(path), None
+    except (SessionFileError, UnsafePathError) as exc:
+        stored, problem = SessionMetadata(), str(exc)
     growth, first = _read(path, turns=turns, lock_timeout=lock_timeout)
     return {
+        "problem": problem,
         "title": stored.title,
         "default_title": default_title(first),
         "tags": list(stored.tags),

@@ -114,3 +114,15 @@ def test_rm_takes_the_meta_file_with_the_session(tmp_path: Path) -> None:
     assert (folder / "gone.jsonl.meta").exists()
     assert run(folder, "rm", "gone", "--yes").code == 0
     assert not (folder / "gone.jsonl.meta").exists()
+
+
+def test_a_hand_broken_meta_file_is_named_and_the_transcript_still_shown(tmp_path: Path) -> None:
+    folder = folder_with(tmp_path, "broken")
+    (folder / "broken.jsonl.meta").write_text("{not json")
+    shown = run(folder, "show", "broken")
+    assert shown.code == 0 and "broken.jsonl.meta" in shown.err and "warning" in shown.err
+    assert shown.out.splitlines()[0].split()[0] == "1"
+    page = run(folder, "show", "broken", "--html", "-o", str(tmp_path / "b.html"))
+    assert page.code == 0, page.err
+    assert "unreadable" not in page.err and "broken.jsonl.meta" in (tmp_path / "b.html").read_text()
+    assert run(folder, "meta", "broken").code == 1  # meta itself says what is wrong

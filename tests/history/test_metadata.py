@@ -276,3 +276,12 @@ def test_the_pages_turns_are_the_numbers_turn_growth_gives(sessions_dir: Path) -
     about = page_about(session.path)
     assert about["turns"] == expected and len(expected) == 4
     assert about["context_tokens"] == growth.context_tokens
+
+
+def test_a_hand_broken_meta_file_does_not_stop_the_page(sessions_dir: Path) -> None:
+    session = make(sessions_dir)
+    meta_path(session.path).write_bytes(b'{"tags": 5}\n')
+    about = page_about(session.path)
+    assert "trip.jsonl.meta" in about["problem"] and about["tags"] == [] and about["title"] is None
+    assert len(about["turns"]) == 2
+    assert page_about(make(sessions_dir, "fine").path)["problem"] is None

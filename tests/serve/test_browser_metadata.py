@@ -146,3 +146,13 @@ def test_the_index_has_title_owner_and_tags_columns_and_the_served_page_its_pane
     page.wait_for_selector("#L14")
     assert "reload for the newest turns" in page.locator("#turns summary").inner_text()
     watched.assert_nothing_ran()
+
+
+def test_a_hand_broken_meta_file_is_named_in_the_header(watched: Watched, tmp_path: Path) -> None:
+    two_turns(tmp_path / "s")
+    (tmp_path / "s" / "trip.jsonl.meta").write_text('{"owner": 7}')
+    page = watched.open(html_file(tmp_path / "s", "trip", tmp_path))
+    assert "title, tags and owner unreadable" in page.locator("#about").inner_text()
+    assert "trip.jsonl.meta" in page.locator("#about").inner_text()
+    assert page.locator("#turns summary").inner_text().startswith("Turns: 2")
+    watched.assert_nothing_ran()

@@ -747,6 +747,7 @@
     for (const [key, value] of Object.entries(about.extra || {})) {
       box.append(el("span", "extra", `${key} ${typeof value === "string" ? value : JSON.stringify(value)}`));
     }
+    if (about.problem) box.append(el("span", "extra", `title, tags and owner unreadable: ${about.problem}`));
     box.hidden = !box.childElementCount;
   }
 
