@@ -5,10 +5,10 @@ insert, update, commit), so a folder went to PostgreSQL at ~8,900 items/s. Here 
 sessions is one transaction on the SDK engine's connection, in the SDK's own tables and column
 formats, so ``SQLAlchemySession`` (or any reader of its schema) reads exactly the same rows:
 
-1. the batch's session rows are locked in id order (existing ones by an ``UPDATE`` that
-   changes nothing, as the SDK reserves SQLite's writer; missing ones are inserted with
-   ``ON CONFLICT DO NOTHING`` and then locked ``FOR UPDATE`` on PostgreSQL), so no writer
-   through the SDK can add to them until the commit;
+1. the batch's session rows are locked (PostgreSQL: ``SELECT ... ORDER BY session_id FOR
+   UPDATE``, in id order; SQLite: an ``UPDATE`` that changes nothing reserves the writer, as
+   the SDK does); missing ones are inserted with ``ON CONFLICT DO NOTHING`` and locked too, so
+   no writer through the SDK can add to them until the commit;
 2. their messages are read, in the SDK's order (``created_at``, then ``id``), and compared
    with the source's items (``outcomes.plan``): only what the destination lacks is inserted,
    for the whole batch at once (PostgreSQL: one ``COPY``; SQLite: a multi-row ``INSERT``),
@@ -116,16 +116,19 @@ async def export_batch(engine: Any, jobs: list[Job], *, replace: bool = False) -
     ids = sorted({job.session_id for job in jobs})
     postgresql = engine.dialect.name == "postgresql"
     async with engine.begin() as connection:
-        touch = update(sessions).where(sessions.c.session_id.in_(ids))
-        await connection.execute(touch.values(updated_at=sessions.c.updated_at))
-        found = await connection.execute(select(sessions.c.session_id).where(sessions.c.session_id.in_(ids)))
+        rows_of_ids = select(sessions.c.session_id).where(sessions.c.session_id.in_(ids))
+        if postgresql:  # row locks taken in id order, so two runs at once cannot deadlock on them
+            found = await connection.execute(rows_of_ids.order_by(sessions.c.session_id).with_for_update())
+        else:  # SQLite: a write first reserves the writer, as the SDK does
+            touch = update(sessions).where(sessions.c.session_id.in_(ids))
+            await connection.execute(touch.values(updated_at=sessions.c.updated_at))
+            found = await connection.execute(rows_of_ids)
         stored = {row[0] for row in found}
         missing = [session_id for session_id in ids if session_id not in stored]
         if missing:
             await connection.execute(_insert_ignoring(engine, sessions, [{"session_id": i} for i in missing]))
-        if postgresql:
-            lock = select(sessions.c.session_id).where(sessions.c.session_id.in_(ids))
-            await connection.execute(lock.order_by(sessions.c.session_id).with_for_update())
+        if postgresql and missing:  # the rows just inserted by another writer are locked too
+            await connection.execute(rows_of_ids.order_by(sessions.c.session_id).with_for_update())
         held: dict[str, list[Any]] = {session_id: [] for session_id in ids}
         rows = await connection.execute(
             select(messages.c.session_id, messages.c.message_data)
