@@ -109,13 +109,22 @@ def items_digest(payload: bytes) -> bytes:
 
 
 def apply_locally(
-    path: Path, fd: int, metadata: Metadata, *, durable: bool, only_missing: bool = False
+    path: Path,
+    fd: int,
+    metadata: Metadata,
+    *,
+    durable: bool,
+    only_missing: bool = False,
+    keep_grown: bool = False,
 ) -> tuple[str, ...]:
     """Make the session's sidecars those of ``metadata`` (written, replaced or removed), under
     the session's exclusive lock (held as ``fd``) and after its items are written (a rewrite of
     the items rewrites some sidecars, ``.times``); return the sidecar kinds written. With
-    ``only_missing``, only sidecars the session lacks are written. Times are set by
-    :func:`restore_times` after.
+    ``only_missing``, only sidecars the session lacks are written. With ``keep_grown`` (the
+    items written are newer than those exported), a sidecar here that begins with the
+    companion's bytes and goes on is kept: a log that the items' write extended (``.times``
+    stamps the new items) says more than the companion. Times are set by :func:`restore_times`
+    after.
 
     Nothing is done without ``metadata`` (a session jsonl-session never exported: nothing is
     known about its sidecars, so the ones here stay).
@@ -129,6 +138,8 @@ def apply_locally(
         current = _read(target)
         if only_missing and current is not None:
             continue
+        if keep_grown and current is not None and entry is not None and _grown(current, entry):
+            continue
         if entry is None:
             if current is not None:
                 sidecar_files.remove(target, durable=durable)
@@ -138,6 +149,10 @@ def apply_locally(
         elif current.mtime_ns != entry.mtime_ns:
             wrote.append(SUFFIX + kind)  # the same bytes: only its time to restore
     return tuple(wrote)
+
+
+def _grown(current: Entry, entry: Entry) -> bool:
+    return len(current.content) > len(entry.content) and current.content.startswith(entry.content)
 
 
 def set_mode(fd: int, metadata: Metadata) -> None:

@@ -356,7 +356,14 @@ def _import_locked(
             companion.set_mode(fd, metadata)
     # Still under the lock, after the items (whose rewrite rewrites ``.times``): the sidecars.
     # Up to date: only the sidecars this folder lacks are added (its own may be newer).
-    wrote = companion.apply_locally(local.path, fd, metadata, durable=local.durable, only_missing=not written)
+    wrote = companion.apply_locally(
+        local.path,
+        fd,
+        metadata,
+        durable=local.durable,
+        only_missing=not written,
+        keep_grown=written and not as_exported,
+    )
     own = (companion.FILE,) if written and as_exported else ()
     companion.restore_times(local.path, metadata, (*own, *wrote))
     return outcome

@@ -161,3 +161,22 @@ def test_the_sdks_own_classes_in_another_process_read_the_files_items(
     read = json.loads(done.stdout)
     for session_id in ids:
         assert read[session_id] == JSONLSession(session_id, folder).get_items_sync(), session_id
+
+
+def test_items_the_database_gained_keep_the_times_the_import_gives_them(
+    url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from test_incremental import add_remote
+
+    source, back = tmp_path / "source", tmp_path / "back"
+    make_folder(source, 1)
+    asyncio.run(export_all(SessionDirectory(source), url))
+    asyncio.run(import_all(url, SessionDirectory(back)))
+    exported_times = (back / "s000.jsonl.times").read_bytes()
+    assert exported_times == (source / "s000.jsonl.times").read_bytes()
+    add_remote(url, "s000", many(2))  # the application went on in the database
+    outcome = asyncio.run(import_all(url, SessionDirectory(back)))[0]
+    assert (outcome.status, outcome.items) == ("appended", 2)
+    grown = (back / "s000.jsonl.times").read_bytes()
+    assert grown.startswith(exported_times) and grown.count(b"\n") == exported_times.count(b"\n") + 2
