@@ -182,3 +182,32 @@ def test_cli_reports_appended_up_to_date_and_differs(
     add_remote(url, "s002", many(4))
     pulled = in_process(capsys, back, "import", url, "--id", "s002")
     assert (pulled.code, pulled.err) == (0, f"s002: appended 4 items from {url}\n")
+
+
+def test_an_application_writing_during_the_export_is_never_interleaved(url: str, tmp_path: Path) -> None:
+    """The compare runs inside the writing transaction: an item the application adds through the
+    SDK while the export runs lands either after the whole copy, or before it (and the export
+    then reports ``differs at item 1`` and writes nothing): never in the middle."""
+    folder = tmp_path / "sessions"
+    make_folder(folder, 24)
+    app_item = {"role": "user", "content": "from the application"}
+
+    async def both() -> dict[str, Any]:
+        async def application() -> None:
+            for n in range(24):
+                async with open_url(url, f"s{n:03d}") as remote:
+                    await remote.add_items([app_item])
+                await asyncio.sleep(0)
+
+        outcomes, _ = await asyncio.gather(export_all(SessionDirectory(folder), url), application())
+        return {outcome.session_id: outcome for outcome in outcomes}
+
+    outcomes = asyncio.run(both())
+    for n in range(24):
+        session_id = f"s{n:03d}"
+        local, there = JSONLSession(session_id, folder).get_items_sync(), remote_items(url, session_id)
+        if outcomes[session_id].status == "copied":
+            assert there == [*local, app_item], session_id
+        else:
+            assert outcomes[session_id].describe() == "differs at item 1", session_id
+            assert there == [app_item], session_id
