@@ -5,6 +5,7 @@ sessions; ``single`` copies one session to or from a URL and ``folders`` every s
 folder, or of a backend, by the same rules: only what the destination lacks (``compare``),
 never overwrite without ``replace``, verify before writing, all or nothing per session, and the
 metadata the SDK's tables cannot hold in a companion table or hash (``companion``).
+``mirror`` keeps a database equal to a folder, live (``mirror_folder``), or once (``catch_up_mirror``).
 
 Example:
     >>> from jsonl_session.transfer import copy_session, open_url
@@ -18,12 +19,24 @@ if TYPE_CHECKING:
     from .backends import Backend, copy_session, open_backend, open_url
     from .compare import Comparison, compare
     from .folders import Outcome, export_all, import_all
+    from .mirror import (
+        MirrorOutcome,
+        RedisClusterRefused,
+        catch_up_mirror,
+        catch_up_mirror_sync,
+        mirror_folder,
+        mirror_folder_sync,
+    )
     from .single import export_session, import_session, metadata_left_behind
 
 __all__ = [
     "Backend",
     "Comparison",
+    "MirrorOutcome",
     "Outcome",
+    "RedisClusterRefused",
+    "catch_up_mirror",
+    "catch_up_mirror_sync",
     "compare",
     "copy_session",
     "export_all",
@@ -31,6 +44,8 @@ __all__ = [
     "import_all",
     "import_session",
     "metadata_left_behind",
+    "mirror_folder",
+    "mirror_folder_sync",
     "open_backend",
     "open_url",
 ]
@@ -40,6 +55,12 @@ __getattr__, __dir__ = exported_on_first_use(
     {
         "Backend": "backends",
         "Comparison": "compare",
+        "MirrorOutcome": "mirror",
+        "RedisClusterRefused": "mirror",
+        "catch_up_mirror": "mirror",
+        "catch_up_mirror_sync": "mirror",
+        "mirror_folder": "mirror",
+        "mirror_folder_sync": "mirror",
         "Outcome": "outcomes",
         "compare": "compare",
         "copy_session": "backends",

@@ -1,0 +1,171 @@
+"""The database a mirror keeps equal to a folder: opened by URL, and what it can do.
+
+A target (``mirror_sql.SqlTarget``, ``mirror_redis.RedisTarget``) has four operations, each
+one transaction: ``sync`` (compare one session with the file's items and apply the smallest
+difference), ``remove`` (delete one session), ``listing`` (the ids stored) and ``check`` (did
+the server lose what it held?). It records nothing outside the database: what the mirror
+knows of a session it reads there, inside the transaction that writes it.
+
+Which errors are an *outage* (the database is unreachable, restarted, or dropped the
+connection: catch up on everything once it is back) and which are about *one session's data*
+(a Redis key of another type, a row the database refuses: that session fails, the others go
+on) is decided here, by :func:`is_outage`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..core.errors import BackendUnavailable, InvalidBackendURL
+from .mirror_plan import Plan
+
+__all__ = ["Applied", "DatabaseReset", "Target", "is_outage", "open_target"]
+
+
+class DatabaseReset(ConnectionError):
+    """The database restarted and may have lost or rolled back what it held: compare everything."""
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one ``sync`` found and did (or, in a dry run, would do)."""
+
+    existed: bool
+    """Whether the database held the session (items, or an empty session's row or hash)."""
+    before: int
+    """How many items it held."""
+    plan: Plan
+    """What was (or would be) kept, removed and appended."""
+
+
+class Target(Protocol):
+    """What the mirror needs of a database (see the module's docstring)."""
+
+    url: str
+
+    async def check(self) -> None: ...
+    async def listing(self) -> list[object]: ...
+    async def sync(
+        self, session_id: str, texts: list[str], start: int = 0, *, dry_run: bool = False
+    ) -> Applied: ...
+    async def remove(self, session_id: str, *, dry_run: bool = False) -> int | None: ...
+
+
+@asynccontextmanager
+async def open_target(url: str, *, create: bool = True) -> AsyncIterator[Target]:
+    """Connect to the database at ``url`` (PostgreSQL, Redis, SQLite or any SQLAlchemy async URL).
+
+    The SDK's tables are created if missing (unless ``create`` is false: a dry run, which then
+    sees an empty database), by the SDK's own ``SQLAlchemySession``. The SDK
+    itself is imported only then: loading it takes seconds, and a mirror started again after
+    ``kill -9`` should be back at work in well under one. Raises ``InvalidBackendURL``,
+    ``BackendUnavailable`` (a driver missing), ``RedisClusterRefused``, or the driver's error
+    if the server cannot be reached.
+    """
+    scheme = url.split(":", 1)[0].lower() if "://" in url else ""
+    if scheme in ("redis", "rediss", "unix"):
+        from .mirror_redis import RedisTarget
+
+        try:
+            from redis.asyncio import Redis
+        except ImportError:
+            raise BackendUnavailable(f"{scheme}:// needs redis: pip install 'jsonl-session[redis]'") from None
+        client = Redis.from_url(url)
+        try:
+            target = RedisTarget(url, client)
+            await target.connect()
+            yield target
+        finally:
+            await client.aclose()
+    elif scheme:
+        from .mirror_sql import SqlTarget
+
+        engine = _engine(url, scheme)
+        try:
+            there = await _create_tables(engine, create=create)
+            yield SqlTarget(url, engine, tables=there)
+        finally:
+            await engine.dispose()
+    else:
+        raise InvalidBackendURL(
+            f"{url!r} is not a database URL; use postgresql://user@host/db, redis://host:port/db, "
+            "sqlite:///path.db or another SQLAlchemy async URL"
+        )
+
+
+def _engine(url: str, scheme: str) -> Any:
+    """An SQLAlchemy async engine: PostgreSQL through asyncpg, ``sqlite:///`` through aiosqlite."""
+    rest = url.split(":", 1)[1]
+    driver = {"postgresql": "asyncpg", "postgres": "asyncpg", "sqlite": "aiosqlite"}.get(scheme)
+    if driver is not None:
+        try:
+            importlib.import_module(driver)
+        except ImportError:
+            extra = "postgresql" if driver == "asyncpg" else "sqlalchemy"
+            raise BackendUnavailable(
+                f"{scheme}:// needs the {driver} driver: pip install 'jsonl-session[{extra}]'"
+            ) from None
+        url = f"{'postgresql' if driver == 'asyncpg' else 'sqlite'}+{driver}:{rest}"
+    try:
+        from sqlalchemy.ext.asyncio import create_async_engine
+    except ImportError:
+        raise BackendUnavailable(
+            "SQL URLs need SQLAlchemy: pip install 'jsonl-session[sqlalchemy]'"
+        ) from None
+    try:
+        return create_async_engine(url)
+    except ImportError as exc:  # the driver named in the URL
+        raise BackendUnavailable(f"{url.split(':', 1)[0]}: driver not installed ({exc})") from None
+    except Exception as exc:  # noqa: BLE001  (sqlalchemy's ArgumentError: a malformed URL)
+        raise InvalidBackendURL(f"{url!r}: not a usable SQLAlchemy URL ({exc})") from None
+
+
+async def _create_tables(engine: Any, *, create: bool) -> bool:
+    """The SDK's two tables, made by the SDK's ``SQLAlchemySession`` if either is missing and
+    ``create``; whether they are there."""
+    from sqlalchemy import inspect
+
+    async with engine.connect() as connection:
+        missing = await connection.run_sync(
+            lambda sync: (
+                not all(inspect(sync).has_table(name) for name in ("agent_sessions", "agent_messages"))
+            )
+        )
+    if not missing:
+        return True
+    if not create:
+        return False
+    try:
+        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+    except ImportError:
+        raise BackendUnavailable(
+            "SQL URLs need the Agents SDK: pip install 'jsonl-session[sqlalchemy]'"
+        ) from None
+    await SQLAlchemySession("jsonl-session-setup", engine=engine, create_tables=True).get_items(limit=1)
+    return True
+
+
+# A database's complaint about one key or row, by name (their packages are optional imports).
+_DATA_ERRORS = {"ResponseError", "DataError", "IntegrityError"}
+_DRIVERS = ("redis", "sqlalchemy", "asyncpg", "aiosqlite", "sqlite3")
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database is out of reach (retry, then catch up), not that a
+    session's data is refused (:data:`_DATA_ERRORS`: that session fails) or a bug (raised)."""
+    if isinstance(exc, OSError | TimeoutError):  # ConnectionError, DatabaseReset included
+        return True
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & _DATA_ERRORS and "ConnectionError" not in names:
+        return False
+    return type(exc).__module__.split(".", 1)[0] in _DRIVERS
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a database's refusal of one session's data (a key of another type...)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & _DATA_ERRORS) and not is_outage(exc)
