@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Plan", "item_text", "plan", "same", "texts_of"]
+__all__ = ["Applied", "DatabaseReset", "Plan", "item_text", "plan", "same", "texts_of"]
 
 
 def item_text(item: Any) -> str:
@@ -90,3 +90,19 @@ def plan(stored: Sequence[str | bytes], texts: Sequence[str], first: int = 0) ->
             break
         keep += 1
     return Plan(keep, first + len(stored) - keep, list(texts[keep:]))
+
+
+class DatabaseReset(ConnectionError):
+    """The database restarted and may have lost or rolled back what it held: compare everything."""
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one ``sync`` found and did (or, in a dry run, would do)."""
+
+    existed: bool
+    """Whether the database held the session (items, or an empty session's row or hash)."""
+    before: int
+    """How many items it held."""
+    plan: Plan
+    """What was (or would be) kept, removed and appended."""

@@ -23,8 +23,7 @@ import time
 from typing import Any
 
 from ..core.errors import JSONLSessionError
-from .mirror_plan import Plan, plan, same
-from .mirror_targets import Applied, DatabaseReset
+from .mirror_plan import Applied, DatabaseReset, Plan, plan, same
 
 _PREFIX = "agents:session:"  # RedisSession's default key_prefix, and its ":" separator
 _CHUNK = 1000  # values per RPUSH

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mirror_plan import Plan, plan, same
-from .mirror_targets import Applied
+from .mirror_plan import Applied, Plan, plan, same
 
 # The SDK's default table names and the columns the mirror reads and writes (its schema).
 _SESSIONS_TABLE = "agent_sessions"

@@ -17,29 +17,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core.errors import BackendUnavailable, InvalidBackendURL
-from .mirror_plan import Plan
+from .mirror_plan import Applied, DatabaseReset
 
 __all__ = ["Applied", "DatabaseReset", "Target", "is_outage", "open_target"]
-
-
-class DatabaseReset(ConnectionError):
-    """The database restarted and may have lost or rolled back what it held: compare everything."""
-
-
-@dataclass(frozen=True)
-class Applied:
-    """What one ``sync`` found and did (or, in a dry run, would do)."""
-
-    existed: bool
-    """Whether the database held the session (items, or an empty session's row or hash)."""
-    before: int
-    """How many items it held."""
-    plan: Plan
-    """What was (or would be) kept, removed and appended."""
 
 
 class Target(Protocol):
