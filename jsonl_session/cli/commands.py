@@ -92,6 +92,7 @@ _HANDLERS: dict[str, str] = {
     "stats": "tools",
     "export": "transfer",
     "import": "transfer",
+    "mirror": "mirror",
     "serve": "serve",
     "prune": "retention",
     "restore": "retention",

@@ -339,6 +339,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="overwrite a session here that differs (by default it is reported and left alone)",
     )
 
+    mirror = command_parser(
+        commands,
+        "mirror",
+        "keep a PostgreSQL or Redis database equal to the folder: catch up, then follow it live",
+        f"{PROG} mirror --to postgresql://me@db.internal/chats\n{PROG} mirror --to redis://localhost:6379/0 "
+        f"--delete\n{PROG} mirror --to postgresql://me@db.internal/chats --verify --json",
+        json=True,
+    )
+    mirror.add_argument("--to", required=True, metavar="URL", help="database URL, as for export")
+    mirror.add_argument(
+        "--delete", action="store_true", help="delete there what is deleted here (default: kept there)"
+    )
+    once = mirror.add_mutually_exclusive_group()
+    once.add_argument("--once", action="store_true", help="catch up once and exit, without following")
+    once.add_argument("--dry-run", action="store_true", help="say what catching up would change; write nothing")
+    once.add_argument("--verify", action="store_true", help="compare only; exit 1 on any difference")
+
     textconv = command_parser(
         commands,
         "textconv",
