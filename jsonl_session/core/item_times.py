@@ -35,8 +35,7 @@ import zlib
 from bisect import bisect_left
 from struct import pack as _pack
 
-from . import codec, reads, scanner, storage
-from .fork_safety import close_in_forked_child
+from . import reads
 from .names import TIMES
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
@@ -48,20 +47,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RECORD_BYTES",
-    "TimesLog",
     "align",
+    "as_path",
     "fingerprint",
     "line_times",
     "newest_item_time",
     "numbered_times",
     "parse_records",
     "records_for",
+    "stamps",
+    "times_path",
 ]
 
 RECORD_BYTES = 24
 """Every record is ``13 digits, space, 8 hex digits, newline``: 24 bytes."""
 _RECORD = re.compile(rb"^([0-9]{13}) ([0-9a-f]{8})$", re.MULTILINE)
-_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _crc32 = zlib.crc32
 
@@ -96,6 +96,18 @@ def records_for(payload: bytes, ms: int) -> bytes:
     prefix = b"%013d " % ms
     hexes = _pack(f">{len(crcs)}I", *crcs).hex("\n", 4).encode()
     return prefix + hexes.replace(b"\n", b"\n" + prefix) + b"\n"
+
+
+def stamps(payload: bytes) -> bytes:
+    """The records of the lines of ``payload`` (just appended), stamped now.
+
+    Example:
+        >>> len(stamps(b'{"a":1}\\n{"b":2}\\n')) == 2 * RECORD_BYTES
+        True
+    """
+    if payload.count(b"\n") == 1:  # one item, the Runner's usual call
+        return b"%013d %08x\n" % (time.time_ns() // 1_000_000, _crc32(payload[:-1]))
+    return records_for(payload, time.time_ns() // 1_000_000)
 
 
 def parse_records(data: bytes) -> list[tuple[int, int, int]]:
@@ -156,7 +168,7 @@ def line_times(session_path: str | os.PathLike[str], lines: Sequence[bytes]) -> 
     crcs = [fingerprint(line) for line in lines]
     if not crcs:
         return []
-    path = _times_path(session_path)
+    path = times_path(session_path)
     window = (len(crcs) + 32) * RECORD_BYTES
     data = _read(path, window)
     times = align(crcs, [(ms, crc) for _, ms, crc in parse_records(data)])
@@ -171,7 +183,7 @@ def newest_item_time(session_path: str | os.PathLike[str]) -> float | None:
     For ``ls``: no lock is taken (a race can only make the answer unknown), and a session
     without a sidecar costs one failed ``open``.
     """
-    path = _times_path(session_path)
+    path = times_path(session_path)
     data = _read(path, 64 * RECORD_BYTES)
     if not data:
         return None
@@ -196,179 +208,11 @@ def newest_item_time(session_path: str | os.PathLike[str]) -> float | None:
     return None if ms is None else ms / 1000
 
 
-class TimesLog:
-    """The ``.times`` sidecar of one session: its append descriptor, kept open, and its upkeep.
-
-    Every method runs while the session's exclusive lock is held (the items' writers call
-    them), and none raises ``OSError``: times are advisory.
-
-    Example:
-        >>> log = TimesLog("sessions/convo_1.jsonl")                       # doctest: +SKIP
-        >>> with session_locked:                                          # doctest: +SKIP
-        ...     os.write(fd, payload); log.stamp(payload)
-    """
-
-    __slots__ = ("__weakref__", "_fd", "path")
-
-    def __init__(self, session_path: str | os.PathLike[str]) -> None:
-        self.path = _times_path(session_path)
-        self._fd = -1
-        close_in_forked_child(self)
-
-    def stamp(self, payload: bytes) -> None:
-        """Record now as the time of each line of ``payload`` (just appended): one ``write``."""
-        try:
-            fd = self._fd
-            # Replaced (a rewrite elsewhere renamed a new file over it) or deleted (rm): reopen.
-            if fd < 0 or not os.fstat(fd).st_nlink:
-                fd = self._open()
-            if payload.count(b"\n") == 1:  # one item, the Runner's usual call
-                os.write(fd, b"%013d %08x\n" % (time.time_ns() // 1_000_000, _crc32(payload[:-1])))
-            else:
-                os.write(fd, records_for(payload, time.time_ns() // 1_000_000))
-        except OSError:
-            self.close()  # try again with a fresh descriptor next time
-
-    def sync_and_stamp(self, fd: int, size_before: int, payload: bytes) -> None:
-        """``fdatasync`` an append (undone if it fails, see ``storage.sync_or_undo``), then stamp it."""
-        storage.sync_or_undo(fd, size_before)
-        self.stamp(payload)
-
-    def forget_newest(self, removed: Sequence[Any]) -> None:
-        """Drop the records of items just removed from the end (pop, rewind), newest last.
-
-        The records at the end of the sidecar that match the removed items (their lines as
-        written, so hand-written ones have none) are cut off; anything else is left alone.
-        """
-        crcs = []
-        for item in removed:
-            try:
-                crcs.append(_crc32(codec.encode_items([item])[:-1]))
-            except (TypeError, ValueError):
-                crcs.append(-1)  # cannot be written back, so not one of ours
-        try:
-            fd, size = self._current()
-            if not size:
-                return
-            start = max(0, size - (len(crcs) + 32) * RECORD_BYTES)
-            # A record cut by ``start`` is shorter than a record, so it never parses as one.
-            records = parse_records(reads.read_range(fd, start, size))
-            cut = size
-            for offset, _, crc in reversed(records):
-                while crcs and crcs[-1] != crc:
-                    crcs.pop()  # a removed item without a record (written by hand)
-                if not crcs:
-                    break
-                crcs.pop()
-                cut = start + offset
-            if cut < size:
-                os.ftruncate(fd, cut)
-        except OSError:
-            self.close()
-
-    def clear(self) -> None:
-        """Empty the sidecar (``clear_session``), if there is one."""
-        try:
-            fd, size = self._current()
-            if size:
-                os.ftruncate(fd, 0)
-        except OSError:
-            self.close()
-
-    def rewrite(self, before: bytes, after: bytes, *, stamp: bool = True) -> None:
-        """The session's bytes went from ``before`` to ``after`` (a rewrite): write the sidecar anew.
-
-        Kept lines keep their times (or their lack of one); new lines are stamped now (unless
-        ``stamp`` is false). Written through the one atomic replace, without a folder fsync:
-        a crash that undoes the rename leaves the old sidecar, whose records still match.
-        """
-        try:
-            old_lines = [line.data for line in scanner.scan_lines(before).lines]
-            old_times = line_times(self.path[: -len(TIMES)], old_lines) if old_lines else []
-            new_lines = after.split(b"\n")
-            new_lines.pop()
-            new_crcs = [_crc32(line) for line in new_lines]
-            # A new line takes a kept line's time when its bytes are that line's: -1 marks a
-            # kept line that had no time, so that it stays without one.
-            kept = align(
-                new_crcs,
-                [(-1 if t is None else t, fingerprint(line)) for t, line in zip(old_times, old_lines)],
-            )
-            now = time.time_ns() // 1_000_000
-            records = []
-            for crc, ms in zip(new_crcs, kept):
-                if ms is None and stamp:
-                    ms = now
-                if ms is not None and ms >= 0:
-                    records.append(b"%013d %08x\n" % (ms, crc))
-            if records or os.path.lexists(self.path):
-                storage.replace_file(_as_path(self.path), b"".join(records), durable=False)
-        except OSError:
-            pass
-        self.close()
-
-    def write_records(self, payload: bytes, times: Sequence[int | None]) -> None:
-        """The sidecar becomes records of the lines of ``payload`` at ``times`` (None: none): a fork."""
-        lines = payload.split(b"\n")
-        lines.pop()
-        records = [b"%013d %08x\n" % (ms, _crc32(line)) for line, ms in zip(lines, times) if ms is not None]
-        try:
-            if records or os.path.lexists(self.path):
-                storage.replace_file(_as_path(self.path), b"".join(records), durable=False)
-        except OSError:
-            pass
-        self.close()
-
-    def close(self) -> None:
-        """Close the descriptor (it is reopened when needed)."""
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-    def after_fork_in_child(self) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        self.close()
-
-    def _current(self) -> tuple[int, int]:
-        """The open sidecar (reopened if it was replaced or deleted) and its size; (-1, 0) if there is none.
-
-        Removals use it: they never create a sidecar.
-        """
-        fd = self._fd
-        if fd >= 0:
-            info = os.fstat(fd)
-            if info.st_nlink:
-                return fd, info.st_size
-        if not os.path.lexists(self.path):
-            self.close()
-            return -1, 0
-        fd = self._open()
-        return fd, os.fstat(fd).st_size
-
-    def _open(self) -> int:
-        self.close()
-        fd = os.open(self.path, _APPEND_FLAGS, 0o600)
-        try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                os.write(fd, b"\n")  # a torn record from a killed writer: end it before ours
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-        return fd
-
-
-def _times_path(session_path: str | os.PathLike[str]) -> str:
+def times_path(session_path: str | os.PathLike[str]) -> str:
     return os.fspath(session_path) + TIMES
 
 
-def _as_path(path: str) -> Any:
+def as_path(path: str) -> Any:
     from pathlib import Path
 
     return Path(path)
@@ -406,7 +250,7 @@ def numbered_times(session_path: str | os.PathLike[str], scans: Iterable[Scan]) 
         for line in scan.lines:
             numbers.append(line.number)
             crcs.append(fingerprint(line.data))
-    data = _read(_times_path(session_path), None) if crcs else b""
+    data = _read(times_path(session_path), None) if crcs else b""
     if not data:
         return []
     times = align(crcs, [(ms, crc) for _, ms, crc in parse_records(data)])

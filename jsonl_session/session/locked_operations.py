@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from ..core import reads, storage
 from ..core.async_locking import AsyncLocked
 from ..core.codec import encode_items, identical
-from ..core.item_times import TimesLog
 from ..core.locking import MISSING, FileHandle, Locked
+from ..core.times_log import TimesLog
 from ..history.turns import newest_turns
 
 T = TypeVar("T")

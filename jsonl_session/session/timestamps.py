@@ -13,8 +13,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..core import item_times, reads
-from ..core.item_times import TimesLog
 from ..core.locking import MISSING
+from ..core.times_log import TimesLog
 from .locked_operations import LockedOperations
 
 if TYPE_CHECKING:

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import codec, item_times, reads, scanner, storage, temp_files
+from ..core import codec, reads, scanner, storage, temp_files
 from ..core.errors import SessionFileError
+from ..core.times_log import TimesLog
 from ..core.transaction import Transaction
 from .check import CALL_PAIRS
 from .leftovers import kept_edit_name
@@ -81,7 +82,7 @@ class EditCopy:
             payload = codec.encode_items([*items, *appended])
             storage.replace(file.fd, session.path, payload, durable=session.durable)
             if session.timestamps:  # kept items keep their times, edited and new ones get now
-                item_times.TimesLog(session.path).rewrite(current, payload)
+                TimesLog(session.path).rewrite(current, payload)
         return len(appended)
 
     def _kept(self) -> Path:

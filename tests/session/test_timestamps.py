@@ -79,7 +79,7 @@ def test_each_added_item_gets_its_time_and_the_item_lines_are_untouched(tmp_path
 def test_async_add_items_records_times_durable_and_not(tmp_path: Path) -> None:
     async def main() -> None:
         for durable in (True, False):
-            session = JSONLSession(f"s-{durable}", tmp_path, durable=durable)
+            session = JSONLSession(f"s-{durable}", tmp_path, durable=durable, timestamps=True)
             before = now_ms()
             await session.add_items([message(1)])
             await session.add_items([message(2), message(3)])
@@ -105,7 +105,7 @@ def test_pop_then_add_keeps_earlier_times_and_stamps_the_new_item(tmp_path: Path
 
 def test_async_pop_and_clear_keep_the_sidecar_in_step(tmp_path: Path) -> None:
     async def main() -> None:
-        session = JSONLSession("s", tmp_path, durable=False)
+        session = JSONLSession("s", tmp_path, durable=False, timestamps=True)
         await session.add_items([message(1), message(2)])
         await session.pop_item()
         assert len(sidecar(session).read_bytes().splitlines()) == 1
@@ -203,6 +203,14 @@ def test_a_fork_keeps_the_times_of_the_prefix(tmp_path: Path) -> None:
     assert times_of(fork) == times[:2]
     [later] = stamped(fork, [message(5)])
     assert times_of(fork) == [*times[:2], later]
+
+
+def test_timestamps_are_on_by_default_for_durable_sessions_only(tmp_path: Path) -> None:
+    assert JSONLSession("a", tmp_path).timestamps is True
+    assert JSONLSession("b", tmp_path, durable=False).timestamps is False
+    JSONLSession("b", tmp_path, durable=False).add_items_sync([message(1)])
+    assert not (tmp_path / "b.jsonl.times").exists()
+    assert JSONLSession("c", tmp_path, durable=False, timestamps=True).timestamps is True
 
 
 def test_timestamps_false_writes_no_sidecar(tmp_path: Path) -> None:

@@ -1,0 +1,236 @@
+"""The ``.times`` sidecar's writer: the descriptor a session keeps open to stamp its appends, and the upkeep.
+
+The format and the readers are :mod:`jsonl_session.core.item_times`; this is what the session's
+writers call under its exclusive lock: :meth:`TimesLog.stamp` after an append (one ``write``),
+:meth:`TimesLog.forget_newest` after a pop or rewind, :meth:`TimesLog.clear`, and
+:meth:`TimesLog.rewrite` after a rewrite. Nothing here raises ``OSError``: times are advisory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+
+from . import reads, scanner, storage
+from .fork_safety import close_in_forked_child
+from .item_times import (
+    RECORD_BYTES,
+    align,
+    as_path,
+    fingerprint,
+    line_times,
+    parse_records,
+    records_for,
+    times_path,
+)
+from .names import TIMES
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+__all__ = ["TimesLog"]
+
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_crc32 = zlib.crc32
+
+
+class TimesLog:
+    """The ``.times`` sidecar of one session: its append descriptor, kept open, and its upkeep.
+
+    Every method runs while the session's exclusive lock is held (the items' writers call
+    them), and none raises ``OSError``: times are advisory.
+
+    Example:
+        >>> log = TimesLog("sessions/convo_1.jsonl")                       # doctest: +SKIP
+        >>> with session_locked:                                          # doctest: +SKIP
+        ...     os.write(fd, payload); log.stamp(payload, size)
+    """
+
+    __slots__ = ("__weakref__", "_checked", "_end", "_fd", "path")
+
+    def __init__(self, session_path: str | os.PathLike[str]) -> None:
+        self.path = times_path(session_path)
+        self._fd = -1
+        self._end = -1  # the session's size after the last append stamped through this object
+        self._checked = 0  # when (ms) the descriptor was last checked against the name
+        close_in_forked_child(self)
+
+    def stamp(self, payload: bytes, size_before: int) -> None:
+        """Record now as the time of each line of ``payload``, appended at ``size_before``: one ``write``."""
+        try:
+            ms = time.time_ns() // 1_000_000
+            fd = self._fd
+            # A sidecar replaced (a rewrite elsewhere renamed a new one over it) or deleted (rm)
+            # is reopened. Checked (an fstat: ~8 % of an append without fsync) only when the
+            # session is not where our last append left it, or a second after the last check.
+            if size_before != self._end or ms - self._checked >= 1000:
+                fd = self._checked_fd(ms)
+            if payload.count(b"\n") == 1:  # one item, the Runner's usual call
+                os.write(fd, b"%013d %08x\n" % (ms, _crc32(payload[:-1])))
+            else:
+                os.write(fd, records_for(payload, ms))
+            self._end = size_before + len(payload)
+        except OSError:
+            self.close()  # try again with a fresh descriptor next time
+
+    def sync_and_write(self, fd: int, size_before: int, records: bytes, size_after: int) -> None:
+        """``fdatasync`` an append (undone if it fails, see ``storage.sync_or_undo``), then write its records.
+
+        The durable ``add_items`` makes the ``records`` (:func:`stamps`) on the loop and runs
+        this in its worker: formatting them there, after the sync, cost +20 % on 100 items.
+        """
+        storage.sync_or_undo(fd, size_before)
+        try:
+            held = self._fd
+            ms = time.time_ns() // 1_000_000
+            if size_before != self._end or ms - self._checked >= 1000:
+                held = self._checked_fd(ms)
+            os.write(held, records)
+            self._end = size_after
+        except OSError:
+            self.close()
+
+    def forget_newest(self, removed: Sequence[Any]) -> None:
+        """Drop the records of items just removed from the end (pop, rewind), newest last.
+
+        The records at the end of the sidecar that match the removed items (their lines as
+        written, so hand-written ones have none) are cut off; anything else is left alone.
+        """
+        import orjson  # here: `ls` imports this module and never pops
+
+        crcs = []
+        for item in removed:
+            try:
+                crcs.append(_crc32(orjson.dumps(item)))  # its line, as add_items wrote it
+            except TypeError:
+                crcs.append(-1)  # cannot be written back (a huge integer), so not one of ours
+        try:
+            fd, size = self._current()
+            if not size:
+                return
+            # Only the records that may be theirs: a trailing record that is not one of theirs
+            # stops the cut anyway (plus one, for a record cut by the start of the read).
+            start = max(0, size - (len(crcs) + 1) * RECORD_BYTES)
+            # A record cut by ``start`` is shorter than a record, so it never parses as one.
+            records = parse_records(reads.read_range(fd, start, size))
+            cut = size
+            for offset, _, crc in reversed(records):
+                while crcs and crcs[-1] != crc:
+                    crcs.pop()  # a removed item without a record (written by hand)
+                if not crcs:
+                    break
+                crcs.pop()
+                cut = start + offset
+            if cut < size:
+                os.ftruncate(fd, cut)
+        except OSError:
+            self.close()
+
+    def clear(self) -> None:
+        """Empty the sidecar (``clear_session``), if there is one."""
+        try:
+            fd, size = self._current()
+            if size:
+                os.ftruncate(fd, 0)
+        except OSError:
+            self.close()
+
+    def rewrite(self, before: bytes, after: bytes, *, stamp: bool = True) -> None:
+        """The session's bytes went from ``before`` to ``after`` (a rewrite): write the sidecar anew.
+
+        Kept lines keep their times (or their lack of one); new lines are stamped now (unless
+        ``stamp`` is false). Written through the one atomic replace, without a folder fsync:
+        a crash that undoes the rename leaves the old sidecar, whose records still match.
+        """
+        try:
+            old_lines = [line.data for line in scanner.scan_lines(before).lines]
+            old_times = line_times(self.path[: -len(TIMES)], old_lines) if old_lines else []
+            new_lines = after.split(b"\n")
+            new_lines.pop()
+            new_crcs = [_crc32(line) for line in new_lines]
+            # A new line takes a kept line's time when its bytes are that line's: -1 marks a
+            # kept line that had no time, so that it stays without one.
+            kept = align(
+                new_crcs,
+                [(-1 if t is None else t, fingerprint(line)) for t, line in zip(old_times, old_lines)],
+            )
+            now = time.time_ns() // 1_000_000
+            records = []
+            for crc, ms in zip(new_crcs, kept):
+                if ms is None and stamp:
+                    ms = now
+                if ms is not None and ms >= 0:
+                    records.append(b"%013d %08x\n" % (ms, crc))
+            if records or os.path.lexists(self.path):
+                storage.replace_file(as_path(self.path), b"".join(records), durable=False)
+        except OSError:
+            pass
+        self.close()
+
+    def write_records(self, payload: bytes, times: Sequence[int | None]) -> None:
+        """The sidecar becomes records of the lines of ``payload`` at ``times`` (None: none): a fork."""
+        lines = payload.split(b"\n")
+        lines.pop()
+        records = [b"%013d %08x\n" % (ms, _crc32(line)) for line, ms in zip(lines, times) if ms is not None]
+        try:
+            if records or os.path.lexists(self.path):
+                storage.replace_file(as_path(self.path), b"".join(records), durable=False)
+        except OSError:
+            pass
+        self.close()
+
+    def close(self) -> None:
+        """Close the descriptor (it is reopened when needed)."""
+        self._end = -1
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def after_fork_in_child(self) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _current(self) -> tuple[int, int]:
+        """The open sidecar (reopened if it was replaced or deleted) and its size; (-1, 0) if there is none.
+
+        Removals use it: they never create a sidecar.
+        """
+        fd = self._fd
+        if fd >= 0:
+            info = os.fstat(fd)
+            if info.st_nlink:
+                return fd, info.st_size
+        if not os.path.lexists(self.path):
+            self.close()
+            return -1, 0
+        fd = self._open()
+        return fd, os.fstat(fd).st_size
+
+    def _checked_fd(self, ms: int) -> int:
+        """The descriptor, reopened if the sidecar was replaced or deleted since it was opened."""
+        self._checked = ms
+        fd = self._fd
+        if fd < 0 or not os.fstat(fd).st_nlink:
+            fd = self._open()
+        return fd
+
+    def _open(self) -> int:
+        self.close()
+        fd = os.open(self.path, _APPEND_FLAGS, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                os.write(fd, b"\n")  # a torn record from a killed writer: end it before ours
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return fd
