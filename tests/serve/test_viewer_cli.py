@@ -121,7 +121,7 @@ def test_git_diff_and_log_show_transcript_changes(repo: Path) -> None:
     session.add_items_sync([{"role": "assistant", "content": "It is sunny.\nEnjoy Paris!"}])
     session.add_items_sync([{"role": "user", "content": "Thanks \x1b[31m!"}])
 
-    diff = git(repo, "diff")
+    diff = git(repo, "diff", "--", "sessions/chat.jsonl")  # not its .times sidecar
     added = [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert added == [
         "+",

@@ -222,6 +222,7 @@ def test_folder_deleted_and_created_again(session: JSONLSession) -> None:
     with session.watch_sync() as watch, watchdog(watch.close):
         assert next(watch) == Change("appended", "test", [A], 1)
         session.path.unlink()
+        session.path.with_name(session.path.name + ".times").unlink(missing_ok=True)
         session.directory.rmdir()
         assert next(watch) == Change("deleted", "test", [], 1)
         session.add_items_sync([B])  # creates the folder again: a new inode to watch
