@@ -104,4 +104,7 @@ def test_a_big_clear_whose_fsync_fails_puts_every_byte_back(sessions_dir: Path) 
     )
     assert child.stdout == "EIO\n"
     assert session.path.read_bytes() == before
-    assert sorted(path.name for path in sessions_dir.iterdir()) == ["s.jsonl"]  # no spill file left
+    assert sorted(path.name for path in sessions_dir.iterdir()) == [
+        "s.jsonl",
+        "s.jsonl.times",
+    ]  # no spill file
