@@ -102,11 +102,17 @@ async def export_all(
             per_batch = await _each(batches, batch, None, lanes)
             return [outcome for outcomes in per_batch for outcome in outcomes]
 
+        # Redis: which sessions are there at all (one SCAN), so that a first copy skips a look.
+        there = set(await backend.session_ids()) if backend.flavour == "redis" else None
+
         async def one(session_id: str) -> Outcome:
             read = await read_local(directory, session_id)
             if isinstance(read, Outcome):
                 return read
-            return await _per_session(session_id, export_one(backend, read, replace=replace))
+            maybe_there = there is None or session_id in there
+            return await _per_session(
+                session_id, export_one(backend, read, replace=replace, maybe_there=maybe_there)
+            )
 
         return await _each(ids, one, progress, concurrency)
 
@@ -142,11 +148,14 @@ def read_locked_job(fd: int, local: JSONLSession) -> sql_store.Job:
     return sql_store.Job(local.session_id, items, companion.read_locally(local.path, fd, payload))
 
 
-async def export_one(backend: Backend, job: sql_store.Job, *, replace: bool = False) -> Outcome:
-    """Bring one session up to date in ``backend`` (see the module docstring for each backend)."""
+async def export_one(
+    backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True
+) -> Outcome:
+    """Bring one session up to date in ``backend`` (see the module docstring for each backend);
+    ``maybe_there=False``: it was not there when the run began (Redis then skips a look)."""
     if backend.flavour == "redis":
         return await redis_store.export_one(
-            backend.handle, job.session_id, job.items, job.metadata, replace=replace
+            backend.handle, job.session_id, job.items, job.metadata, replace=replace, maybe_there=maybe_there
         )
     if backend.flavour == "sqlite":
         return await asyncio.to_thread(

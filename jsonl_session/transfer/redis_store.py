@@ -32,9 +32,19 @@ def serialize(item: Any) -> str:
 
 
 async def export_one(
-    client: Any, session_id: str, items: list[Any], metadata: Metadata, *, replace: bool = False
+    client: Any,
+    session_id: str,
+    items: list[Any],
+    metadata: Metadata,
+    *,
+    replace: bool = False,
+    maybe_there: bool = True,
 ) -> Outcome:
-    """Bring one session in Redis up to ``items`` (and its companion to ``metadata``); see above."""
+    """Bring one session in Redis up to ``items`` (and its companion to ``metadata``); see above.
+
+    ``maybe_there=False`` (the session was not there when the run listed the keys) skips the
+    first look, which would only find nothing: a first copy costs three round trips, not four.
+    """
     from redis.exceptions import WatchError
 
     session_key = SDK_PREFIX + session_id
@@ -44,9 +54,10 @@ async def export_one(
     keys = (session_key, messages_key, meta_key)
     # A first look without WATCH, one round trip: an up-to-date session (the common case of a
     # re-run) needs nothing else. Anything to write is looked at again under WATCH.
-    done = _nothing_to_write(session_id, items, fields, await _look(client, keys), replace)
-    if done is not None:
-        return done
+    if maybe_there:
+        done = _nothing_to_write(session_id, items, fields, await _look(client, keys), replace)
+        if done is not None:
+            return done
     while True:
         async with client.pipeline(transaction=True) as pipe:
             try:

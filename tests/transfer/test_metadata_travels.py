@@ -163,14 +163,11 @@ def test_the_sdks_own_classes_in_another_process_read_the_files_items(
         assert read[session_id] == JSONLSession(session_id, folder).get_items_sync(), session_id
 
 
-def test_items_the_database_gained_keep_the_times_the_import_gives_them(
-    url: str,  # noqa: F811
-    tmp_path: Path,
-) -> None:
+def test_items_the_database_gained_keep_the_times_they_had(url: str, tmp_path: Path) -> None:  # noqa: F811
     from test_incremental import add_remote
 
     source, back = tmp_path / "source", tmp_path / "back"
-    make_folder(source, 1)
+    JSONLSession("s000", source).add_items_sync(many(3))  # durable: its items get times
     asyncio.run(export_all(SessionDirectory(source), url))
     asyncio.run(import_all(url, SessionDirectory(back)))
     exported_times = (back / "s000.jsonl.times").read_bytes()
@@ -178,5 +175,23 @@ def test_items_the_database_gained_keep_the_times_the_import_gives_them(
     add_remote(url, "s000", many(2))  # the application went on in the database
     outcome = asyncio.run(import_all(url, SessionDirectory(back)))[0]
     assert (outcome.status, outcome.items) == ("appended", 2)
-    grown = (back / "s000.jsonl.times").read_bytes()
-    assert grown.startswith(exported_times) and grown.count(b"\n") == exported_times.count(b"\n") + 2
+    assert (back / "s000.jsonl.times").read_bytes().startswith(exported_times)
+
+
+def test_a_sidecar_the_items_write_extended_is_kept_when_asked(tmp_path: Path) -> None:
+    from jsonl_session.transfer import companion
+
+    session = JSONLSession("s", tmp_path)
+    session.add_items_sync(many(1))
+    kind = f".jsonl{KINDS[-1]}"
+    sidecar = tmp_path / f"s{kind}"
+    recorded = {kind: companion.Entry(b"one\n", 0o600, LONG_AGO)}
+    for keep_grown, expected in ((True, b"one\ntwo\n"), (False, b"one\n")):
+        sidecar.write_bytes(b"one\ntwo\n")
+        os.chmod(sidecar, 0o600)
+        fd = os.open(session.path, os.O_RDONLY)
+        try:
+            companion.apply_locally(session.path, fd, recorded, durable=False, keep_grown=keep_grown)
+        finally:
+            os.close(fd)
+        assert sidecar.read_bytes() == expected
