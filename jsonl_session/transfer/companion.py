@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import reads, sidecar_files, storage
+from ..core import reads, scanner, sidecar_files, storage
 from ..core.errors import UnsafePathError
 from ..core.names import KINDS, SUFFIX
 
@@ -105,7 +105,7 @@ def items_digest(payload: bytes) -> bytes:
     import hashlib
 
     digest = hashlib.sha256(payload).hexdigest()
-    return b'{"items":%d,"sha256":"%s"}' % (payload.count(b"\n"), digest.encode())
+    return b'{"items":%d,"sha256":"%s"}' % (len(scanner.scan_lines(payload).lines), digest.encode())
 
 
 def apply_locally(
