@@ -70,7 +70,12 @@ async def open_target(url: str, *, create: bool = True) -> AsyncIterator[Target]
         engine = _engine(url, scheme)
         try:
             there = await _create_tables(engine, create=create)
-            yield SqlTarget(url, engine, tables=there)
+            if engine.dialect.name == "postgresql" and engine.dialect.driver == "asyncpg":
+                from .mirror_pg import PgTarget
+
+                yield PgTarget(url, engine, tables=there)
+            else:
+                yield SqlTarget(url, engine, tables=there)
         finally:
             await engine.dispose()
     else:
