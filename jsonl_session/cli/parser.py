@@ -353,7 +353,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     once = mirror.add_mutually_exclusive_group()
     once.add_argument("--once", action="store_true", help="catch up once and exit, without following")
-    once.add_argument("--dry-run", action="store_true", help="say what catching up would change; write nothing")
+    once.add_argument("--dry-run", action="store_true", help="say what catching up would change")
     once.add_argument("--verify", action="store_true", help="compare only; exit 1 on any difference")
 
     textconv = command_parser(
