@@ -65,9 +65,9 @@ class RedisTarget:
 
     async def listing(self) -> list[object]:
         """Ids with a message list, and empty sessions (a session hash without one); raw bytes."""
-        from .backends import _redis_ids
+        from .backends import redis_ids
 
-        return list(await _redis_ids(self.client))
+        return list(await redis_ids(self.client))
 
     async def sync(
         self, session_id: str, texts: list[str], start: int = 0, *, dry_run: bool = False

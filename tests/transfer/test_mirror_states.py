@@ -62,11 +62,11 @@ class FolderMirror(RuleBasedStateMachine):
 
     async def _empty_database(self) -> None:
         if self.url.startswith("redis"):
-            await self.target.client.flushdb()  # type: ignore[attr-defined]
+            await self.target.client.flushdb()
             return
         from sqlalchemy import text
 
-        async with self.target.engine.begin() as connection:  # type: ignore[attr-defined]
+        async with self.target.engine.begin() as connection:
             await connection.execute(text("DELETE FROM agent_messages"))
             await connection.execute(text("DELETE FROM agent_sessions"))
 
