@@ -33,6 +33,7 @@ import re
 import time
 import zlib
 from bisect import bisect_left
+from collections import deque
 from struct import pack as _pack
 
 from . import reads
@@ -237,21 +238,30 @@ def _read(path: str, newest_bytes: int | None) -> bytes:
     return data
 
 
-def numbered_times(session_path: str | os.PathLike[str], scans: Iterable[Scan]) -> list[list[int]]:
+def numbered_times(
+    session_path: str | os.PathLike[str], scans: Iterable[Scan], *, newest: int | None = None
+) -> list[list[int]]:
     """``[line number, ms]`` for each line of ``scans`` (a session's, in order) whose time is known.
 
     What the HTML page shows beside each item (``render.file_io``). The sidecar is read
     without the session's lock: a record written meanwhile matches nothing here, and a
-    rewrite's new sidecar still holds the times of the lines it kept.
+    rewrite's new sidecar still holds the times of the lines it kept. With ``newest``, only
+    the newest that many lines are kept while scanning (``show -n``: memory stays flat).
     """
-    numbers: list[int] = []
-    crcs: list[int] = []
+    numbers: deque[int] = deque(maxlen=newest)
+    crcs: deque[int] = deque(maxlen=newest)
     for scan in scans:
         for line in scan.lines:
             numbers.append(line.number)
             crcs.append(fingerprint(line.data))
-    data = _read(times_path(session_path), None) if crcs else b""
+    if not crcs:
+        return []
+    path = times_path(session_path)
+    window = None if newest is None else (len(crcs) + 32) * RECORD_BYTES
+    data = _read(path, window)
     if not data:
         return []
-    times = align(crcs, [(ms, crc) for _, ms, crc in parse_records(data)])
+    times = align(list(crcs), [(ms, crc) for _, ms, crc in parse_records(data)])
+    if window is not None and None in times and len(data) >= window:  # an old time, further back
+        times = align(list(crcs), [(ms, crc) for _, ms, crc in parse_records(_read(path, None))])
     return [[number, ms] for number, ms in zip(numbers, times) if ms is not None]
