@@ -2,8 +2,9 @@
 
 ``backends`` opens the SDK's sessions by URL and copies one conversation between any two
 sessions; ``single`` copies one session to or from a URL and ``folders`` every session of a
-folder, or of a backend, by the same rules: only what the destination lacks (``compare``),
-never overwrite without ``replace``, verify before writing, all or nothing per session, and the
+folder, or of a backend, by the same rules: only what the destination lacks
+(``transfer.compare.compare``, not exported here: its submodule's name would shadow it), never
+overwrite without ``replace``, verify before writing, all or nothing per session, and the
 metadata the SDK's tables cannot hold in a companion table or hash (``companion``).
 ``mirror`` keeps a database equal to a folder, live (``mirror_folder``), or once (``catch_up_mirror``).
 
@@ -17,7 +18,7 @@ from ..core.deferred_imports import exported_on_first_use
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     from .backends import Backend, copy_session, open_backend, open_url
-    from .compare import Comparison, compare
+    from .compare import Comparison
     from .folders import Outcome, export_all, import_all
     from .mirror import (
         MirrorOutcome,
@@ -37,7 +38,6 @@ __all__ = [
     "RedisClusterRefused",
     "catch_up_mirror",
     "catch_up_mirror_sync",
-    "compare",
     "copy_session",
     "export_all",
     "export_session",
@@ -62,7 +62,6 @@ __getattr__, __dir__ = exported_on_first_use(
         "mirror_folder": "mirror",
         "mirror_folder_sync": "mirror",
         "Outcome": "outcomes",
-        "compare": "compare",
         "copy_session": "backends",
         "export_all": "folders",
         "export_session": "single",
