@@ -92,46 +92,42 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     Skipped when redis-server is not installed, unless ``JSONL_SESSION_REQUIRE_REDIS=1``
     (set by ``.ci/run``), in which case the missing server is a failure.
     """
-    server = shutil.which("redis-server")
-    if server is None:
-        skip_unless_required("redis-server is not installed (Debian: apt-get install redis-server)", "REDIS")
-    folder = tmp_path_factory.mktemp("redis")
-    for _ in range(5):  # the port may be taken between choosing and binding it: retry
-        port = free_port()
-        process = subprocess.Popen(
-            [
-                server,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(folder),
-                "--loglevel",
-                "notice",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        try:
-            ready = _wait_ready(process)
-        except BaseException:
-            _stop(process)
-            raise
-        if ready:
-            break
-        _stop(process)
-    else:
-        pytest.fail("redis-server did not start on a free port after 5 tries")
+    process, port = start_redis_server(tmp_path_factory.mktemp("redis"))
     try:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        _stop(process)
+        stop_process(process)
+
+
+def start_redis_server(
+    folder: Path, *, cluster: bool = False, port: int | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    """Start redis-server on a free loopback port; return it once it accepts connections.
+
+    A cluster node also binds a bus port, by default its own port + 10000: above 55535 that is
+    no port at all and the server exits (a CI run drew 59025), so the bus gets a free port too.
+    """
+    server = shutil.which("redis-server")
+    if server is None:
+        skip_unless_required("redis-server is not installed (Debian: apt-get install redis-server)", "REDIS")
+    chosen = port
+    for _ in range(5):  # a port may be taken between choosing and binding it: retry
+        port = chosen or free_port()
+        command = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        command += ["--dir", str(folder), "--loglevel", "notice"]
+        if cluster:
+            command += ["--cluster-enabled", "yes", "--cluster-port", str(free_port())]
+            command += ["--cluster-config-file", str(folder / f"nodes-{port}.conf")]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            ready = _wait_ready(process)
+        except BaseException:
+            stop_process(process)
+            raise
+        if ready:
+            return process, port
+        stop_process(process)
+    pytest.fail("redis-server did not start on a free port after 5 tries")
 
 
 def _wait_ready(process: subprocess.Popen[str]) -> bool:
@@ -143,7 +139,7 @@ def _wait_ready(process: subprocess.Popen[str]) -> bool:
     return False
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
+def stop_process(process: subprocess.Popen[str]) -> None:
     process.terminate()
     try:
         process.wait(timeout=10)

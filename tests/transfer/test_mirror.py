@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -451,33 +452,37 @@ def test_another_writer_in_the_database_is_overwritten_at_the_next_comparison(
 @pytest.fixture
 def cluster_node(tmp_path: Path) -> Iterator[str]:
     """A redis-server started in cluster mode (one node, no slots: enough to be refused)."""
-    import shutil
+    from cli_helpers import start_redis_server, stop_process
 
-    from cli_helpers import free_port, skip_unless_required
-
-    server = shutil.which("redis-server")
-    if server is None:
-        skip_unless_required("redis-server is not installed", "REDIS")
-    port = free_port()
-    process = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        + ["--cluster-enabled", "yes", "--cluster-config-file", str(tmp_path / "nodes.conf")]
-        + ["--dir", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process, port = start_redis_server(tmp_path, cluster=True)
     try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if "Ready to accept connections" in line:
-                break
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        process.kill()
-        process.wait(10)
-        assert process.stdout is not None
-        process.stdout.close()
+        stop_process(process)
+
+
+def test_a_cluster_node_starts_on_a_port_above_55535(tmp_path: Path) -> None:
+    """Regression: the node's bus port was its port + 10000, no port at all above 55535, so the
+    server exited and the fixture handed tests a dead address (a CI run drew port 59025)."""
+    from cli_helpers import start_redis_server, stop_process
+
+    port = next(p for p in range(65000, 55535, -7) if _port_is_free(p))
+    process, started = start_redis_server(tmp_path, cluster=True, port=port)
+    try:
+        with socket.create_connection(("127.0.0.1", started), timeout=10) as connection:
+            connection.sendall(b"PING\r\n")
+            assert connection.recv(64) == b"+PONG\r\n"
+    finally:
+        stop_process(process)
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def test_a_redis_cluster_is_refused_with_a_clear_message(folder: Path, cluster_node: str) -> None:
