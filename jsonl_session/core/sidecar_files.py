@@ -71,6 +71,7 @@ def sidecar(session_path: Path, kind: str) -> Path:
     """The path of one sidecar of a session file.
 
     Example:
+        >>> from pathlib import Path
         >>> sidecar(Path("sessions/convo_1.jsonl"), LINEAGE).name
         'convo_1.jsonl.lineage'
     """

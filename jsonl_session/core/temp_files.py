@@ -78,6 +78,7 @@ def session_of(temp: Path) -> Path | None:
     """The session file a temporary file belongs to, or None if the name is not one of ours.
 
     Example:
+        >>> from pathlib import Path
         >>> session_of(Path("sessions/.convo_123.jsonl.5f0c9a21.tmp"))
         PosixPath('sessions/convo_123.jsonl')
     """

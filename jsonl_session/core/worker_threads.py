@@ -12,8 +12,11 @@ event loop's time per call against ~0.4 µs for a queue ``put`` (measured on thi
   does: an fsync a cancelled caller left behind still happens.
 
 Example:
-    >>> workers.submit(os.fdatasync, fd)        # doctest: +SKIP
-    >>> workers.wait_for_all()                  # returns once the fsync is done
+    >>> import os, tempfile
+    >>> from jsonl_session.core import worker_threads as workers
+    >>> with tempfile.TemporaryFile() as file:
+    ...     workers.submit(os.fdatasync, file.fileno())
+    ...     workers.wait_for_all()              # returns once the fsync is done
 """
 
 from __future__ import annotations

@@ -32,11 +32,21 @@ reads again it comes as ``replaced``
 (tests/serve/test_browser.py::test_a_malformed_line_is_flagged_and_hides_nothing_when_served).
 
 Example:
-    >>> hub = Hub("sessions", lock_timeout=10)                    # doctest: +SKIP
+    >>> import shutil, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> SessionDirectory(folder).open("convo_123").add_items_sync([{"role": "user", "content": "hi"}])
+    >>> hub = Hub(folder, lock_timeout=10)
     >>> hub.start()
     >>> version, views, problem = hub.page("convo_123")
-    >>> with hub.subscribe("convo_123", version) as events:
-    ...     event = events.get(timeout=10)                        # an Event, or None
+    >>> len(views), problem
+    (1, '')
+    >>> with hub.subscribe("convo_123", version) as events:      # a page that has `version`
+    ...     events.get(timeout=0.1)                               # an Event, or None: nothing new
+    >>> with hub.subscribe("convo_123", None) as events:         # a page that has nothing yet
+    ...     orjson.loads(events.get(timeout=10).data)["kind"]     # a reset first, with every item
+    'reset'
+    >>> hub.close()
+    >>> shutil.rmtree(folder)
 """
 
 from __future__ import annotations

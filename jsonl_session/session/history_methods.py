@@ -217,8 +217,8 @@ class SessionFeatures(MetadataMethods):
         """Save a paused run (a ``RunState``, or the result itself) next to the session, atomically.
 
         Example:
-            >>> result = await Runner.run(agent, "Refund order A1", session=session)  # doctest: +SKIP
-            >>> if result.interruptions:
+            >>> result = Runner.run_sync(agent, "Refund order A1", session=session)  # doctest: +SKIP
+            >>> if result.interruptions:                                            # doctest: +SKIP
             ...     session.save_run_state_sync(result.to_state())
         """
         state = paused_runs.as_state(state)
@@ -245,9 +245,9 @@ class SessionFeatures(MetadataMethods):
 
         Example:
             >>> state = await session.load_run_state(agent)             # doctest: +SKIP
-            >>> for item in state.get_interruptions():
+            >>> for item in state.get_interruptions():                   # doctest: +SKIP
             ...     state.approve(item)
-            >>> result = await Runner.run(agent, state, session=session)
+            >>> result = await Runner.run(agent, state, session=session)  # doctest: +SKIP
         """
         envelope = await asyncio.to_thread(paused_runs.read, self.path)
         if envelope is None:
