@@ -69,15 +69,30 @@ def encode_items(items: Iterable[Any]) -> bytes:
                 return line
     if isinstance(items, (dict, str, bytes)):
         raise TypeError("add_items() takes a list of items, not a single item")
-    return b"".join([_encode_item(index, item) for index, item in enumerate(items)])
+    newline = orjson.OPT_APPEND_NEWLINE
+    return b"".join([_encode_item(index, item, newline) for index, item in enumerate(items)])
 
 
-def _encode_item(index: int, item: Any) -> bytes:
-    """One item's line, newline included (orjson reads a trailing newline as whitespace)."""
+def encode_lines(items: Iterable[Any]) -> list[bytes]:
+    """Each item's line *without* its newline, refused as :func:`encode_items` refuses: for a
+    caller that needs the lines apart (``item_times`` fingerprints each one before they are
+    joined, which costs less than splitting the joined payload again).
+
+    Example:
+        >>> encode_lines([{"a": 1}, {"b": 2}])
+        [b'{"a":1}', b'{"b":2}']
+    """
+    if isinstance(items, (dict, str, bytes)):
+        raise TypeError("add_items() takes a list of items, not a single item")
+    return [_encode_item(index, item, 0) for index, item in enumerate(items)]
+
+
+def _encode_item(index: int, item: Any, option: int) -> bytes:
+    """One item's line, with its newline if ``option`` says so (orjson reads it as whitespace)."""
     if type(item) is not dict:
         raise ItemNotStorableError(index, f"an item must be a dict, not {type(item).__name__}")
     try:
-        line = orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE)
+        line = orjson.dumps(item, option=option)
     except TypeError as exc:  # orjson.JSONEncodeError subclasses TypeError
         raise ItemNotStorableError(index, _why_not_storable(item) or str(exc)) from None
     if orjson.loads(line) != item:

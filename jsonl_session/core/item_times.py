@@ -36,7 +36,7 @@ from bisect import bisect_left
 from collections import deque
 from struct import pack as _pack
 
-from . import reads
+from . import codec, reads
 from .names import TIMES
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
@@ -50,18 +50,17 @@ __all__ = [
     "RECORD_BYTES",
     "align",
     "as_path",
+    "encode_stamped",
     "fingerprint",
     "line_times",
     "newest_item_time",
     "numbered_times",
     "parse_records",
-    "records_for",
-    "stamps",
     "times_path",
 ]
 
-RECORD_BYTES = 24
-"""Every record is ``13 digits, space, 8 hex digits, newline``: 24 bytes."""
+RECORD_BYTES = 23
+"""Every record is ``13 digits, space, 8 hex digits, newline``: 23 bytes."""
 _RECORD = re.compile(rb"^([0-9]{13}) ([0-9a-f]{8})$", re.MULTILINE)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _crc32 = zlib.crc32
@@ -80,35 +79,37 @@ def fingerprint(line: bytes) -> int:
     return _crc32(line)
 
 
-def records_for(payload: bytes, ms: int) -> bytes:
-    """The records of the lines in ``payload`` (whole lines, each ending with a newline), all stamped ``ms``.
+def encode_stamped(items: Iterable[Any]) -> tuple[bytes, bytes]:
+    """The items' lines as ``codec.encode_items`` makes them, and their records, stamped now.
+
+    Each line is fingerprinted before the lines are joined: counting and splitting the joined
+    payload again cost about a third of a 100-item append without fsync.
 
     Example:
-        >>> records_for(b'{"a":1}\\n', 1764790710123)
-        b'1764790710123 561bacaf\\n'
+        >>> payload, records = encode_stamped([{"a": 1}, {"b": 2}])
+        >>> payload, len(records) == 2 * RECORD_BYTES
+        (b'{"a":1}\\n{"b":2}\\n', True)
     """
-    lines = payload.split(b"\n")
-    lines.pop()
+    if type(items) is list and len(items) == 1:  # the Runner's usual call: its fast path
+        payload = codec.encode_items(items)
+        return payload, b"%013d %08x\n" % (time.time_ns() // 1_000_000, _crc32(payload[:-1]))
+    lines = codec.encode_lines(items)
     if not lines:
+        return b"", b""
+    records = _records(list(map(_crc32, lines)), time.time_ns() // 1_000_000)
+    lines.append(b"")
+    return b"\n".join(lines), records
+
+
+def _records(crcs: list[int], ms: int) -> bytes:
+    """The records of lines with those fingerprints, all stamped ``ms``."""
+    if not crcs:
         return b""
     # A handful of C calls whatever the count: the fingerprints packed, written as hex 8 digits
     # apart, and the time put before each (a loop formatting one record per line cost 3x more).
-    crcs = list(map(_crc32, lines))
     prefix = b"%013d " % ms
     hexes = _pack(f">{len(crcs)}I", *crcs).hex("\n", 4).encode()
     return prefix + hexes.replace(b"\n", b"\n" + prefix) + b"\n"
-
-
-def stamps(payload: bytes) -> bytes:
-    """The records of the lines of ``payload`` (just appended), stamped now.
-
-    Example:
-        >>> len(stamps(b'{"a":1}\\n{"b":2}\\n')) == 2 * RECORD_BYTES
-        True
-    """
-    if payload.count(b"\n") == 1:  # one item, the Runner's usual call
-        return b"%013d %08x\n" % (time.time_ns() // 1_000_000, _crc32(payload[:-1]))
-    return records_for(payload, time.time_ns() // 1_000_000)
 
 
 def parse_records(data: bytes) -> list[tuple[int, int, int]]:

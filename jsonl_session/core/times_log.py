@@ -1,7 +1,7 @@
 """The ``.times`` sidecar's writer: the descriptor a session keeps open to stamp its appends, and the upkeep.
 
 The format and the readers are :mod:`jsonl_session.core.item_times`; this is what the session's
-writers call under its exclusive lock: :meth:`TimesLog.stamp` after an append (one ``write``),
+writers call under its exclusive lock: :meth:`TimesLog.append_records` after an append (one ``write``),
 :meth:`TimesLog.forget_newest` after a pop or rewind, :meth:`TimesLog.clear`, and
 :meth:`TimesLog.rewrite` after a rewrite. Nothing here raises ``OSError``: times are advisory.
 """
@@ -21,7 +21,6 @@ from .item_times import (
     fingerprint,
     line_times,
     parse_records,
-    records_for,
     times_path,
 )
 from .names import TIMES
@@ -46,7 +45,7 @@ class TimesLog:
     Example:
         >>> log = TimesLog("sessions/convo_1.jsonl")                       # doctest: +SKIP
         >>> with session_locked:                                          # doctest: +SKIP
-        ...     os.write(fd, payload); log.stamp(payload, size)
+        ...     os.write(fd, payload); log.append_records(records, size, size + len(payload))
     """
 
     __slots__ = ("__weakref__", "_checked", "_end", "_fd", "path")
@@ -58,40 +57,30 @@ class TimesLog:
         self._checked = 0  # when (ms) the descriptor was last checked against the name
         close_in_forked_child(self)
 
-    def stamp(self, payload: bytes, size_before: int) -> None:
-        """Record now as the time of each line of ``payload``, appended at ``size_before``: one ``write``."""
+    def append_records(self, records: bytes, size_before: int, size_after: int) -> None:
+        """Append the ``records`` (:func:`~.item_times.encode_stamped`) of the lines the session just
+        got, from ``size_before`` to ``size_after``: one ``write``."""
         try:
-            ms = time.time_ns() // 1_000_000
             fd = self._fd
             # A sidecar replaced (a rewrite elsewhere renamed a new one over it) or deleted (rm)
             # is reopened. Checked (an fstat: ~8 % of an append without fsync) only when the
             # session is not where our last append left it, or a second after the last check.
+            ms = time.time_ns() // 1_000_000
             if size_before != self._end or ms - self._checked >= 1000:
                 fd = self._checked_fd(ms)
-            if payload.count(b"\n") == 1:  # one item, the Runner's usual call
-                os.write(fd, b"%013d %08x\n" % (ms, _crc32(payload[:-1])))
-            else:
-                os.write(fd, records_for(payload, ms))
-            self._end = size_before + len(payload)
+            os.write(fd, records)
+            self._end = size_after
         except OSError:
             self.close()  # try again with a fresh descriptor next time
 
     def sync_and_write(self, fd: int, size_before: int, records: bytes, size_after: int) -> None:
         """``fdatasync`` an append (undone if it fails, see ``storage.sync_or_undo``), then write its records.
 
-        The durable ``add_items`` makes the ``records`` (:func:`stamps`) on the loop and runs
-        this in its worker: formatting them there, after the sync, cost +20 % on 100 items.
+        The durable ``add_items`` makes the ``records`` on the loop and runs this in its worker:
+        formatting them there, after the sync, cost +20 % on 100 items.
         """
         storage.sync_or_undo(fd, size_before)
-        try:
-            held = self._fd
-            ms = time.time_ns() // 1_000_000
-            if size_before != self._end or ms - self._checked >= 1000:
-                held = self._checked_fd(ms)
-            os.write(held, records)
-            self._end = size_after
-        except OSError:
-            self.close()
+        self.append_records(records, size_before, size_after)
 
     def forget_newest(self, removed: Sequence[Any]) -> None:
         """Drop the records of items just removed from the end (pop, rewind), newest last.

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..core import reads, storage
 from ..core.async_locking import AsyncLocked
 from ..core.codec import encode_items
-from ..core.item_times import stamps
+from ..core.item_times import encode_stamped
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout
 from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
 from ..core.times_log import TimesLog
@@ -179,7 +179,9 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         thread, which then unlocks. Once the write has started, cancelling the caller
         does not stop it.
         """
-        payload = encode_items(items)  # refuse bad items before touching the file
+        times = self._times  # when each item was added: one more write (core/item_times.py)
+        # Refuse bad items before touching the file.
+        payload, records = (encode_items(items), b"") if times is None else encode_stamped(items)
         if not payload:
             return await _yield_once()
         handle = self._handle
@@ -197,20 +199,18 @@ class JSONLSession(SessionFeatures, TimestampMethods):
                 # Big payloads; a last line without its newline: a hand edit to repair, or a
                 # torn tail to move aside first (which fsyncs a sidecar); and the first durable
                 # write to a file made elsewhere, which fsyncs its folder first.
-                await lock.finish_in_thread(self._append, fd, payload, size)
+                await lock.finish_in_thread(self._append, fd, payload, size, records)
             else:
                 storage.write_at_end(fd, payload, size, durable=False)
-                times = self._times  # when each item was added: one more write (core/item_times.py)
                 if durable:
                     if times is None:
                         await lock.finish_in_thread(storage.sync_or_undo, fd, size)
                     else:
-                        records = stamps(payload)
                         await lock.finish_in_thread(
                             times.sync_and_write, fd, size, records, size + len(payload)
                         )
                 elif times is not None:
-                    times.stamp(payload, size)
+                    times.append_records(records, size, size + len(payload))
 
     async def pop_item(self) -> Any:
         """Remove and return the newest item (None when empty) by truncating its line."""
@@ -244,10 +244,10 @@ class JSONLSession(SessionFeatures, TimestampMethods):
 
     def add_items_sync(self, items: Iterable[Any]) -> None:
         """Blocking twin of :meth:`add_items`."""
-        payload = encode_items(items)
+        payload, records = (encode_items(items), b"") if self._times is None else encode_stamped(items)
         if payload:
             with self.locked(write=True, create=True) as fd:
-                self._append(fd, payload, self._handle.size)
+                self._append(fd, payload, self._handle.size, records)
 
     def pop_item_sync(self) -> Any:
         """Blocking twin of :meth:`pop_item`."""
@@ -367,11 +367,11 @@ class JSONLSession(SessionFeatures, TimestampMethods):
     # The first durable change through each opened file also makes its name durable
     # (``FileHandle.sync_folder_once``): async callers run these in a worker thread.
 
-    def _append(self, fd: int, payload: bytes, size: int) -> None:
+    def _append(self, fd: int, payload: bytes, size: int, records: bytes) -> None:
         self._handle.sync_folder_once()
         storage.append(fd, self.path, payload, durable=self.durable, size=size)
         if self._times is not None:
-            self._times.stamp(payload, size)
+            self._times.append_records(records, size, size + len(payload))
 
     def _pop(self, fd: int) -> Any:
         if fd == MISSING:

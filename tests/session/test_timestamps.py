@@ -67,6 +67,7 @@ def test_each_added_item_gets_its_time_and_the_item_lines_are_untouched(tmp_path
     )
     times = times_of(session)
     assert len(times) == 3 and all(t is not None and before <= t <= after for t in times)
+    assert len(sidecar(session).read_bytes()) == 3 * item_times.RECORD_BYTES  # was documented as 24
     records = sidecar(session).read_bytes().splitlines()
     assert len(records) == 3
     for line, record in zip(session.path.read_bytes().splitlines(), records):
@@ -92,6 +93,28 @@ def test_async_add_items_records_times_durable_and_not(tmp_path: Path) -> None:
             )
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_every_line_of_a_batch_gets_its_own_record_whatever_the_path(tmp_path: Path, durable: bool) -> None:
+    """The records are made from the lines before they are joined: each must still match its line,
+    for a list, a generator, an empty call, and a batch big enough to be written by a thread."""
+
+    async def main() -> None:
+        session = JSONLSession("s", tmp_path, durable=durable, timestamps=True)
+        await session.add_items([message(n) for n in range(5)])
+        await session.add_items(message(n) for n in range(5, 8))
+        await session.add_items([])
+        await session.add_items([{"role": "tool", "content": "x" * 200_000}, message(8)])
+        session.add_items_sync(message(n) for n in range(9, 12))
+
+    asyncio.run(main())
+    lines = JSONLSession("s", tmp_path).path.read_bytes().splitlines()
+    records = [
+        record.split(b" ") for record in sidecar(JSONLSession("s", tmp_path)).read_bytes().splitlines()
+    ]
+    assert len(lines) == len(records) == 13
+    assert [int(crc, 16) for _, crc in records] == [zlib.crc32(line) for line in lines]
 
 
 def test_pop_then_add_keeps_earlier_times_and_stamps_the_new_item(tmp_path: Path) -> None:
