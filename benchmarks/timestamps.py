@@ -43,6 +43,7 @@ import run  # benchmarks/run.py
 from jsonl_session import JSONLSession
 
 BOUNDS = {"durable": 1.10, "nofsync": 1.20}
+FLOOR_SIZES = {"add_1": 1, "add_100": 100}
 STORES = {
     "durable": (True, False),
     "durable+times": (True, True),
@@ -118,6 +119,65 @@ async def shuffled(
     return samples
 
 
+def raw_floor(directory: Path, count: int) -> dict[str, dict[str, float]]:
+    """The same bounds on the raw floor: a plain ``os`` append, with and without its record.
+
+    Per add: ``flock``, ``os.write`` of the lines (already serialised), ``fdatasync`` when
+    durable, ``funlock``; with timestamps, also the clock, one CRC-32 per line and a second
+    ``os.write`` of records already formatted (the least any per-item record costs). The four
+    variants take turns in a random order per repetition, as the sessions do; the session file is
+    truncated back, untimed, and the sidecar grows. If this floor's ratio misses a bound, the
+    bound is set by the extra system call, not by our code.
+    """
+    import fcntl
+    import zlib
+
+    import orjson
+
+    directory.mkdir(parents=True, exist_ok=True)
+    source = item_source.conversation(seed=1)
+    found: dict[str, dict[str, float]] = {}
+    for op, n in FLOOR_SIZES.items():
+        lines = [orjson.dumps(next(source)) for _ in range(n)]
+        payload = b"".join(line + b"\n" for line in lines)
+        records = b"".join(b"%013d %08x\n" % (0, zlib.crc32(line)) for line in lines)
+        samples: dict[str, list[int]] = {}
+        variants = [(durable, stamped) for durable in (True, False) for stamped in (False, True)]
+        fds = {
+            v: os.open(directory / f"{op}-{v[0]}-{v[1]}.jsonl", os.O_RDWR | os.O_CREAT | os.O_APPEND)
+            for v in variants
+        }
+        sidecars = {
+            v: os.open(directory / f"{op}-{v[0]}-{v[1]}.times", os.O_RDWR | os.O_CREAT | os.O_APPEND)
+            for v in variants
+        }
+        order = random.Random(26)
+        clock, crc, perf = time.time_ns, zlib.crc32, time.perf_counter_ns
+        for rep in range(count + max(2, count // 20)):
+            order.shuffle(variants)
+            for durable, stamped in variants:
+                fd, side = fds[(durable, stamped)], sidecars[(durable, stamped)]
+                start = perf()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.write(fd, payload)
+                if durable:
+                    os.fdatasync(fd)
+                if stamped:
+                    clock()
+                    list(map(crc, lines))
+                    os.write(side, records)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                elapsed = perf() - start
+                os.ftruncate(fd, 0)
+                if rep >= max(2, count // 20):
+                    name = ("durable" if durable else "nofsync") + ("+times" if stamped else "")
+                    samples.setdefault(name, []).append(elapsed)
+        for fd in (*fds.values(), *sidecars.values()):
+            os.close(fd)
+        found[op] = {name: run.summarise(values)["median_us"] for name, values in samples.items()}
+    return found
+
+
 def targets(latency: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
     """For each add and size: the median with timestamps over the median without, against its bound."""
     found = []
@@ -160,6 +220,21 @@ def markdown(results: dict[str, Any]) -> str:
             f"{run.fmt_us(t['with_us'])} | {t['ratio']:.3f}x | ≤ {t['bound']:.2f}x | "
             f"{'yes' if t['met'] else '**no**'} |"
         )
+    floor = results.get("raw_floor")
+    if floor:
+        out += [
+            "",
+            "The raw floor in the same run (a plain `os` append; with timestamps one more `write`):",
+            "",
+        ]
+        for op, medians in floor.items():
+            for base, bound in BOUNDS.items():
+                ratio = medians[f"{base}+times"] / medians[base]
+                out.append(
+                    f"- {run.OPS[op]}, {'durable' if base == 'durable' else 'durable=False'}: "
+                    f"{run.fmt_us(medians[base])} without, {run.fmt_us(medians[base + '+times'])} with: "
+                    f"{ratio:.3f}x ({'within' if ratio <= bound else '**over**'} the {bound:.2f}x bound)"
+                )
     pops = results["latency"].get("pop", {})
     if pops:
         out += ["", "`pop_item()` (no bound; it also cuts the item's time off the sidecar):", ""]
@@ -197,11 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     scratch = args.scratch / f"timestamps-{os.getpid()}"
     try:
         latency = asyncio.run(measure(scratch, args.sizes, scale, log))
+        floor = raw_floor(scratch / "floor", max(5, int(2000 * scale)))
+        log("raw floor measured")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     meta["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     found = targets(latency, args.sizes)
-    results = {"meta": meta, "latency": latency, "targets": found}
+    results = {"meta": meta, "latency": latency, "targets": found, "raw_floor": floor}
     folder = outputs.results_dir(args)
     (folder / "timestamps.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     print(markdown(results))
