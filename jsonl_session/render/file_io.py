@@ -95,7 +95,7 @@ def session_html(
 ) -> tuple[bytes, Views]:
     """A self-contained HTML transcript of the file at ``path``, and the views it shows."""
     found = read_views(path, newest=newest, lock_timeout=lock_timeout)
-    times = _line_times(path, lock_timeout, newest=newest)
+    times = line_times(path, lock_timeout, newest=newest)
     return transcript_page(title, encode_views(found.views), meta=found.meta, times=times), found
 
 
@@ -129,7 +129,7 @@ def write_session_html(
     if newest is not None:  # at most ``newest`` views: small by request
         found = read_views(path, newest=newest, lock_timeout=lock_timeout)
         written = Written(Path(path))
-        times = _line_times(path, lock_timeout, newest=newest)
+        times = line_times(path, lock_timeout, newest=newest)
         encoded = map(encode_view, _noted(found.views, written))
         out.writelines(transcript_parts(title, encoded, meta=found.meta, about=about, times=times))
         return written
@@ -145,10 +145,12 @@ def write_session_html(
     return written
 
 
-def _line_times(
+def line_times(
     path: str | os.PathLike[str], lock_timeout: float, *, newest: int | None = None
 ) -> list[list[int]]:
-    """``[line number, ms]`` of the (newest) items of the session at ``path`` whose time is known."""
+    """``[line number, ms]`` of the (newest) items of the session at ``path`` whose time is known.
+
+    Read under the session's shared lock; what a page needs to show when each item was added."""
     with Transaction(Path(path), write=False, timeout=lock_timeout) as file:
         if not file.exists:
             return []

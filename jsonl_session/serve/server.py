@@ -59,6 +59,7 @@ import orjson
 from ..core.errors import JSONLSessionError
 from ..core.names import filename_for
 from ..history.page_data import page_about
+from ..render.file_io import line_times
 from ..render.html import Live, content_security_policy, index_page, transcript_parts
 from ..session.folder import SessionDirectory
 from .addresses import check_address, is_local, local_names
@@ -249,13 +250,19 @@ class Handler(BaseHTTPRequestHandler):
             about = page_about(path, lock_timeout=self.server.hub.lock_timeout)
         except (OSError, JSONLSessionError):
             about = None
+        try:  # when each item was added: a page without times beats no page
+            times = line_times(path, self.server.hub.lock_timeout)
+        except (OSError, JSONLSessionError):
+            times = None
         live = Live(
             events=f"events?id={quote(session_id, safe='')}&v={version}", version=version, problem=problem
         )
         self._start(HTTPStatus.OK, "text/html", script="transcript.js")  # no length: the end is the close
         self.end_headers()
         if body:
-            for piece in transcript_parts(session_id, views, meta=str(path), live=live, about=about):
+            for piece in transcript_parts(
+                session_id, views, meta=str(path), live=live, about=about, times=times
+            ):
                 self.wfile.write(piece)
 
     def _events(self, session_id: str | None, *, body: bool) -> None:

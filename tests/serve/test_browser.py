@@ -139,7 +139,10 @@ def test_the_transcript_renders_offline(watched: Watched, tmp_path: Path) -> Non
     watched.assert_nothing_ran()
 
 
-def test_each_item_shows_when_it_was_added(watched: Watched, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["static page", "served page"])
+def test_each_item_shows_when_it_was_added(
+    watched: Watched, tmp_path: Path, server_for: Any, where: str
+) -> None:
     folder = tmp_path / "s"
     session = JSONLSession("timed", folder)
     items = conversation()
@@ -148,7 +151,10 @@ def test_each_item_shows_when_it_was_added(watched: Watched, tmp_path: Path) -> 
         hand.write(b'{"role": "user", "content": "added by hand"}\n')
     session.add_items_sync(items[4:])
     times = {number: when for number, (_, when) in enumerate(session.get_items_with_times_sync(), start=1)}
-    page = watched.open(html_file(folder, "timed", tmp_path))
+    if where == "static page":
+        page = watched.open(html_file(folder, "timed", tmp_path))
+    else:  # serve showed no times at all (the static page did)
+        page = watched.open(server_for(folder).url + "session?id=timed")
     assert page.locator("article.item").count() == len(items) + 1
     stamp = page.locator("#L2 header time.at")
     added = times[2]
