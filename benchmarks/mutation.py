@@ -166,12 +166,16 @@ NOTES = """\
 
 
 def scratch_copy() -> Path:
-    """The package, the tests and the project file, copied where cosmic-ray may edit them."""
+    """The package, the tests and what the tests read (docs, examples, sessions, benchmarks),
+    copied where cosmic-ray may edit them; readable by all, as a clone is, for the tests that
+    switch users."""
     work = Path(tempfile.mkdtemp(prefix="jsonl-session-mutation-"))
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "jsonl_session", work / "jsonl_session", ignore=ignore)
-    shutil.copytree(ROOT / "tests", work / "tests", ignore=ignore)
-    shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
+    work.chmod(0o755)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "results")
+    for folder in ("jsonl_session", "tests", "docs", "examples", "sessions", "benchmarks"):
+        shutil.copytree(ROOT / folder, work / folder, ignore=ignore)
+    for name in ("pyproject.toml", "README.md", "mkdocs.yml"):
+        shutil.copy(ROOT / name, work / name)
     return work
 
 
@@ -268,7 +272,8 @@ def run_module(module: str, *, timeout: float | None, last: dict[str, Any] | Non
             [*shlex.split(pytest), *tests], check=False, cwd=work, env=env, stdout=subprocess.DEVNULL
         )
         if baseline.returncode != 0:
-            raise SystemExit(f"{module}: its tests fail before any mutation: fix that first")
+            print(f"{module}: its tests fail before any mutation: fix that first", flush=True)
+            raise SystemExit(1)
         # A mutant that hangs (a lock never released, a loop that never ends) costs the timeout.
         limit = timeout or max(30.0, 4 * (time.monotonic() - started))
         config = work / "cosmic-ray.toml"
