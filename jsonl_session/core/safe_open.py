@@ -39,6 +39,32 @@ def fsync_directory(directory: StrPath) -> None:
         os.close(fd)
 
 
+def open_regular(path: StrPath) -> int | None:
+    """A read-only descriptor of the regular file at ``path``, or None if there is none.
+
+    For the small files beside a session, read without a lock of their own: a symlink or a
+    FIFO put there is refused, never followed or waited on.
+
+    Raises:
+        UnsafePathError: a symlink or other non-regular file sits at ``path``.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(path, "is a symlink; refusing to follow it") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(path, "is not a regular file; refusing to read it")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_file(path: StrPath, *, write: bool, create: bool, durable: bool) -> tuple[int, bool, bool]:
     """Open for reading and writing if we may (read-only files still read); create if asked.
 

@@ -26,16 +26,15 @@ its own lock is always free when taken. Bytes are stable: keys sorted, one trail
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from collections.abc import Collection
 
 from . import reads, storage
 from .deferred_imports import OnFirstUse
-from .errors import SessionFileError, UnsafePathError
+from .errors import SessionFileError
 from .locking import fsync_directory, make_private_directories
 from .names import KINDS, LINEAGE, RUN, USAGE
+from .safe_open import open_regular
 from .transaction import Transaction
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
@@ -63,8 +62,6 @@ __all__ = [
     "stable_json",
     "write_json",
 ]
-
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def sidecar(session_path: Path, kind: str) -> Path:
@@ -113,17 +110,10 @@ def read_json(path: Path) -> Any:
         UnsafePathError: a symlink or other non-regular file sits at ``path``.
         SessionFileError: the file is not valid JSON (say which file; it is not touched).
     """
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except FileNotFoundError:
+    fd = open_regular(path)
+    if fd is None:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafePathError(path, "is a symlink; refusing to follow it") from None
-        raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafePathError(path, "is not a regular file; refusing to read it")
         data = reads.read_range(fd, 0, os.fstat(fd).st_size)
     finally:
         os.close(fd)

@@ -28,7 +28,6 @@ without an entry is a sidecar the session did not have.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -37,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import reads, scanner, sidecar_files, storage
-from ..core.errors import UnsafePathError
 from ..core.names import KINDS, SUFFIX
+from ..core.safe_open import open_regular
 
 __all__ = [
     "FILE",
@@ -60,7 +59,6 @@ TABLE = "jsonl_session_metadata"
 REDIS_PREFIX = "jsonl-session:meta:"
 FILE = SUFFIX
 """The kind of the session file itself: its mode and time (the items are in the SDK's tables)."""
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -203,18 +201,11 @@ def from_redis(fields: dict[Any, Any]) -> Metadata:
 
 
 def _read(path: Path) -> Entry | None:
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except FileNotFoundError:
+    fd = open_regular(path)
+    if fd is None:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafePathError(path, "is a symlink; refusing to follow it") from None
-        raise
     try:
         held = os.fstat(fd)
-        if not stat.S_ISREG(held.st_mode):
-            raise UnsafePathError(path, "is not a regular file; refusing to read it")
         return Entry(reads.read_range(fd, 0, held.st_size), stat.S_IMODE(held.st_mode), held.st_mtime_ns)
     finally:
         os.close(fd)
