@@ -118,3 +118,14 @@ def test_a_replace_syncs_its_temporary_file_even_when_not_durable(tmp_path: Path
     folder_syncs = re.compile(r"\bf(?:data)?sync\(\d+<" + re.escape(str(folder.resolve())) + r">")
     assert sum(1 for line in lines if folder_syncs.search(line)) == (1 if durable else 0), lines
     assert path.read_bytes() == b'{"role":"user","content":"new"}\n'
+
+
+def test_a_session_that_is_not_durable_syncs_nothing_when_it_saves_a_torn_tail(tmp_path: Path) -> None:
+    """Catches: ``durable or first sidecar`` for ``durable and first sidecar``: a fast session
+    fsynced its folder each time it moved a torn tail aside."""
+    folder = tmp_path / "sessions"
+    path = made_elsewhere(folder)
+    with path.open("ab") as file:
+        file.write(b'{"role":"user","con')  # torn by a killed writer
+    assert strace_log(folder, "session.add_items_sync([item])", durable=False) == []
+    assert path.with_name("s.jsonl.torn").read_bytes() == b'{"role":"user","con\n'

@@ -356,3 +356,21 @@ def test_a_huge_integer_anywhere_in_a_large_file_is_read_exactly(session: JSONLS
     write(session, first + big + filler * 400)
     assert session.path.read_bytes().index(b"1234567890123") == start
     assert session.get_items_sync()[1] == {"n": 123456789012345678901234567890}
+
+
+@pytest.mark.parametrize("change", ["clear", "replace", "append"])
+def test_a_last_item_without_newline_is_not_taken_for_a_torn_tail(session: JSONLSession, change: str) -> None:
+    """Catches: the torn-tail check reading ``blank and parses`` for ``blank or parses``: a whole
+    last item that only lacks its newline (an editor saved it so) went to the .torn sidecar."""
+    write(session, b'{"a":1}\n{"b":2}')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no TornTailWarning
+        if change == "clear":
+            session.clear_session_sync()
+        elif change == "replace":
+            session.replace_items_sync([{"c": 3}])
+        else:
+            session.add_items_sync([{"c": 3}])
+    assert not session.sidecar_path.exists()
+    expected = {"clear": [], "replace": [{"c": 3}], "append": [{"a": 1}, {"b": 2}, {"c": 3}]}[change]
+    assert session.get_items_sync() == expected

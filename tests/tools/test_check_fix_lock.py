@@ -11,41 +11,15 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from cli_helpers import run, write_lines
+from lock_helpers import shared_lock_elsewhere
 
 from jsonl_session.tools.check import check_file
 
 USER = '{"role":"user","content":"hi"}'
 TORN = b'{"role":"assistant","con'
-
-_HOLD = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-fcntl.flock(fd, fcntl.LOCK_SH)
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
-@contextmanager
-def shared_lock_elsewhere(path: Path) -> Iterator[None]:
-    """Another process holds ``flock(LOCK_SH)`` on ``path`` until the block ends."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        yield
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
 
 
 def torn_session(folder: Path) -> Path:

@@ -1,0 +1,66 @@
+"""Reads take the shared lock and, when big, leave the event loop free; rewrites create what they need.
+
+Found by mutation testing (issue 29): the async read taking the *exclusive* lock, a big read
+run on the loop instead of in a worker thread, and ``rewrite()`` on a session with no file yet
+not creating it all passed the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import orjson
+from lock_helpers import shared_lock_elsewhere
+
+from jsonl_session import JSONLSession
+
+
+def test_an_async_read_shares_the_lock_with_another_reader(sessions_dir: Path) -> None:
+    """Catches: ``get_items`` taking ``locked_async(write=True)``: it waited for every reader."""
+    session = JSONLSession("s", sessions_dir, lock_timeout=0.3)
+    session.add_items_sync([{"n": 1}, {"n": 2}])
+    with shared_lock_elsewhere(session.path):
+        assert asyncio.run(session.get_items()) == [{"n": 1}, {"n": 2}]
+        assert asyncio.run(session.get_items(1)) == [{"n": 2}]
+
+
+def test_a_big_read_leaves_the_loop_serving_other_tasks(sessions_dir: Path) -> None:
+    """Catches: a read of a big file run on the loop (the size test turned around): the other
+    task did not run once while 200,000 items were read. In a worker thread it runs on and on."""
+    sessions_dir.mkdir()
+    items = [{"role": "user", "content": f"message {n}"} for n in range(200_000)]
+    (sessions_dir / "big.jsonl").write_bytes(b"".join(orjson.dumps(item) + b"\n" for item in items))
+    session = JSONLSession("big", sessions_dir)
+
+    async def main() -> int:
+        ticks = 0
+        done = asyncio.Event()
+
+        async def tick() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)  # the ticker is running
+        start = ticks
+        read = await session.get_items()
+        done.set()
+        await ticker
+        assert read == items
+        return ticks - start
+
+    # On the loop, only the lock's own awaits let the ticker in (a handful); in a thread the
+    # interpreter hands the loop a turn every few milliseconds of the read.
+    assert asyncio.run(main()) > 20
+
+
+def test_rewrite_of_a_session_with_no_file_yet_creates_it(sessions_dir: Path) -> None:
+    """Catches: ``rewrite()`` opening with ``create=False``."""
+    session = JSONLSession("new", sessions_dir)
+    with session.rewrite() as draft:
+        draft.items = [{"role": "user", "content": "first"}]
+    assert session.get_items_sync() == [{"role": "user", "content": "first"}]
+    assert session.path.read_bytes() == b'{"role":"user","content":"first"}\n'
