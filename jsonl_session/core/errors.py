@@ -15,7 +15,8 @@
     ├── LockTimeout             (also TimeoutError) another process held the lock too long
     └── LockReentryError        (also RuntimeError) this thread already holds the lock
 
-    TornTailWarning (UserWarning): a crashed writer's partial line was moved to a sidecar file.
+    TornTailWarning (UserWarning): a crashed writer's partial line was moved to a sidecar file
+    (issued at the user's line: ``warn_at_caller``).
     SkippedSessionWarning (UserWarning): a folder listing skipped a session it could not read.
 
 Each error inherits the matching builtin so ``except ValueError`` keeps working, carries the
@@ -181,6 +182,24 @@ class LockReentryError(JSONLSessionError, RuntimeError):
 
 class TornTailWarning(UserWarning):
     """A partial last line (left by a killed writer) was moved to the session's sidecar file."""
+
+
+def warn_at_caller(warning: Warning) -> None:
+    """Issue ``warning`` at the first line outside this package: the user's call.
+
+    The public calls that can move a torn tail reach it at different depths (``add_items_sync``,
+    ``clear_session_sync``, a rewrite...), so no fixed ``stacklevel`` names the user's line for
+    all of them; the one that was there named a line of ``session/store.py``.
+    """
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 2  # level 2: warn_at_caller's caller
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(warning, stacklevel=level)
 
 
 class SkippedSessionWarning(UserWarning):

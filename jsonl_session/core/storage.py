@@ -18,10 +18,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import warnings
 
 from . import change_mark, codec, temp_files, undo_buffer
-from .errors import OwnershipError, TornTailWarning, UnsafePathError
+from .errors import OwnershipError, TornTailWarning, UnsafePathError, warn_at_caller
 from .names import TORN_SUFFIX
 from .reads import decode_at, newest_lines, read_tail
 from .safe_open import fsync_directory
@@ -229,12 +228,11 @@ def _move_torn_tail(fd: int, path: Path, offset: int, tail: bytes, *, durable: b
     if durable and side_size == 0:
         fsync_directory(path.parent)  # the new sidecar's name must survive before we truncate
     _truncate(fd, path, offset, durable=durable)
-    warnings.warn(
+    warn_at_caller(
         TornTailWarning(
             f"{path}: moved a partial last line ({len(tail)} bytes, left by an interrupted "
             f"write) to {sidecar}"
-        ),
-        stacklevel=4,
+        )
     )
     return offset
 

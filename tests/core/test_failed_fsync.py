@@ -52,7 +52,7 @@ OPERATIONS: dict[str, Callable[[JSONLSession], object]] = {
 }
 
 
-def _child(conn: Connection, directory: str, operation: str, warm: bool) -> None:
+def _child(conn: Connection, directory: str, operation: str, warm: bool, restore_fails: bool) -> None:
     try:
         from jsonl_session.core import storage
 
@@ -66,6 +66,12 @@ def _child(conn: Connection, directory: str, operation: str, warm: bool) -> None
             raise OSError(errno.EIO, "fsync failed")
 
         storage._fdatasync = failing
+        if restore_fails:  # the disk refuses the bytes back too
+
+            def refused(self: undo_buffer.Removed, fd: int) -> None:
+                raise OSError(errno.ENOSPC, "restore failed")
+
+            undo_buffer.Removed.restore = refused  # type: ignore[method-assign]
         try:
             OPERATIONS[operation](session)
             outcome = "returned"
@@ -78,9 +84,11 @@ def _child(conn: Connection, directory: str, operation: str, warm: bool) -> None
         conn.send(("raised", f"{type(exc).__name__}: {exc}"))
 
 
-def fail_fsync_in_child(directory: Path, operation: str, *, warm: bool = False) -> tuple[str, str]:
+def fail_fsync_in_child(
+    directory: Path, operation: str, *, warm: bool = False, restore_fails: bool = False
+) -> tuple[str, str]:
     parent, child = _ctx.Pipe()
-    process = _ctx.Process(target=_child, args=(child, str(directory), operation, warm))
+    process = _ctx.Process(target=_child, args=(child, str(directory), operation, warm, restore_fails))
     process.start()
     try:
         result: tuple[str, str] = parent.recv()
@@ -140,3 +148,14 @@ def test_a_failed_fsync_puts_back_an_item_over_1_mib_after_other_items(
     after = session.path.read_bytes()
     assert len(after) == len(before) and after == before
     assert session.pop_item_sync() == items[-1]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("operation", ["pop", "clear"])
+def test_when_the_bytes_cannot_go_back_either_the_fsync_error_is_the_one_raised(
+    tmp_path: Path, operation: str
+) -> None:
+    """Catches: the best-effort restore's own error escaping (``except OSError`` taken away):
+    the caller must learn that the cut was not made durable, not that a restore failed."""
+    seeded(tmp_path, TWO_TURNS)
+    assert fail_fsync_in_child(tmp_path, operation, restore_fails=True) == ("ok", "EIO")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -374,3 +375,24 @@ def test_a_last_item_without_newline_is_not_taken_for_a_torn_tail(session: JSONL
     assert not session.sidecar_path.exists()
     expected = {"clear": [], "replace": [{"c": 3}], "append": [{"a": 1}, {"b": 2}, {"c": 3}]}[change]
     assert session.get_items_sync() == expected
+
+
+@pytest.mark.parametrize(
+    "call", ["add_items_sync", "clear_session_sync", "pop_item_sync", "replace_items_sync"]
+)
+def test_a_torn_tail_is_saved_owner_only_and_the_warning_names_the_callers_line(
+    session: JSONLSession, call: str
+) -> None:
+    """Catches: the .torn sidecar created with another mode than 0600 (a fragment of a private
+    conversation readable by others), and a warning pointing into the library: a fixed
+    ``stacklevel`` named a line of ``session/store.py`` (the calls reach it at different depths)."""
+    write(session, b'{"a":1}\n{"b":"cut')
+    os.umask(current := os.umask(0))  # read the umask back unchanged
+    method = getattr(session, call)
+    arguments = ([{"c": 3}],) if call in ("add_items_sync", "replace_items_sync") else ()
+    with pytest.warns(TornTailWarning) as caught:
+        method(*arguments)
+    assert os.stat(session.sidecar_path).st_mode & 0o777 == 0o600 & ~current
+    assert [(Path(warning.filename).name, warning.lineno) for warning in caught] == [
+        (Path(__file__).name, sys._getframe().f_lineno - 3)
+    ]
