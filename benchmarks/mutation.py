@@ -236,13 +236,16 @@ def operator_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]
     return spans
 
 
-def skip_unwanted(session: Path, source: str, again: set[tuple[int, str, int]] | None) -> tuple[int, int]:
+def skip_unwanted(session: Path, source: str, again: set[tuple[str, str]] | None) -> tuple[int, int]:
     """Mark the mutants selective mutation leaves out, and those in annotations, as skipped;
-    with ``again``, also every mutant but those (the survivors of the last run: killed before)."""
+    with ``again``, also every mutant but those (the survivors of the last run: killed before).
+
+    A survivor is known by its operator and the text of the line it changed, not its line
+    number: a fix made since moves the lines below it, and its mutants must still be found."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
-    spans, operators = annotation_spans(source), operator_spans(source)
+    spans, operators, lines = annotation_spans(source), operator_spans(source), source.splitlines()
     unselected = in_annotations = 0
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item in list(db.pending_work_items):
@@ -259,9 +262,7 @@ def skip_unwanted(session: Path, source: str, again: set[tuple[int, str, int]] |
             ):
                 unselected += 1
                 reason = "the `*` of a signature: not an operator"
-            elif (
-                again is not None and (position[0], mutation.operator_name, mutation.occurrence) not in again
-            ):
+            elif again is not None and (mutation.operator_name, lines[position[0] - 1].strip()) not in again:
                 reason = "killed by the last run"
             else:
                 continue
@@ -274,7 +275,7 @@ def run_module(module: str, *, timeout: float | None, last: dict[str, Any] | Non
 
     With ``last`` (the module's previous result), only its survivors run again: what new tests
     kill is added to what the last run killed."""
-    again = None if last is None else {(s["line"], s["operator"], s["occurrence"]) for s in last["survivors"]}
+    again = None if last is None else {(s["operator"], s["diff"][0][1:].strip()) for s in last["survivors"]}
     tests = [test for test in TESTS[module] if (ROOT / test).exists()]
     work = scratch_copy()
     try:
