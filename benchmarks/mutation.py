@@ -92,6 +92,7 @@ TESTS: dict[str, list[str]] = {
         "tests/session/test_protocol.py",
         "tests/core/test_data_durability.py",
         "tests/session/test_reads_share_and_yield.py",
+        "tests/session/test_writes_wait_for_readers.py",
     ],
     "watch/engine.py": [
         "tests/watch/test_watch_engine.py",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import warnings
@@ -396,3 +397,19 @@ def test_a_torn_tail_is_saved_owner_only_and_the_warning_names_the_callers_line(
     assert [(Path(warning.filename).name, warning.lineno) for warning in caught] == [
         (Path(__file__).name, sys._getframe().f_lineno - 3)
     ]
+
+
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "fast"])
+def test_an_async_append_after_a_last_line_without_newline(sessions_dir: Path, durable: bool) -> None:
+    """Catches: the async append's inline path taken for a file whose last line has no newline
+    (``or`` made ``and`` in its test): the new line was glued onto the old one."""
+    session = JSONLSession("s", sessions_dir, durable=durable)
+    session.add_items_sync([{"a": 1}])  # the folder is synced: later appends go inline
+    with session.path.open("ab") as file:
+        file.write(b'{"b":2}')  # an editor saved the last line without its newline
+
+    async def main() -> None:
+        await session.add_items([{"c": 3}])
+
+    asyncio.run(main())
+    assert session.path.read_bytes() == b'{"a":1}\n{"b":2}\n{"c":3}\n'
