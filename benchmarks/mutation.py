@@ -93,6 +93,9 @@ TESTS: dict[str, list[str]] = {
         "tests/core/test_data_durability.py",
         "tests/session/test_reads_share_and_yield.py",
         "tests/session/test_writes_wait_for_readers.py",
+        "tests/core/test_folder_durability.py",
+        "tests/core/test_count_items.py",
+        "tests/history/test_long_turns.py",
     ],
     "watch/engine.py": [
         "tests/watch/test_watch_engine.py",

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jsonl_session import JSONLSession
 from jsonl_session.core import codec, reads
 from jsonl_session.core.scanner import scan_lines
 
@@ -101,3 +102,15 @@ def test_the_count_follows_the_format_rules(tmp_path: Path, data: bytes, count: 
             assert reads.count_items(fd) == count
     finally:
         os.close(fd)
+
+
+def test_count_items_sync_of_a_session(tmp_path: Path) -> None:
+    """Catches: ``count_items_sync`` answering 0 for a file that exists (its missing-file test
+    turned around); only a memory test called it."""
+    session = JSONLSession("s", tmp_path)
+    assert session.count_items_sync() == 0  # no file yet
+    session.add_items_sync([{"n": n} for n in range(5)])
+    assert session.count_items_sync() == 5
+    with session.path.open("ab") as file:
+        file.write(b'{"torn')
+    assert session.count_items_sync() == 5

@@ -63,3 +63,15 @@ def test_rewind_removes_a_whole_long_turn_and_nothing_before_it(sessions_dir: Pa
     assert session.get_items_sync() == [SYSTEM, *first]
     assert session.rewind_sync(1) == first  # never the items before the first user message
     assert session.get_items_sync() == [SYSTEM]
+
+
+@pytest.mark.parametrize("bad", [True, False, -1, 1.0, "2"])
+def test_turn_limit_must_be_a_non_negative_int(sessions_dir: Path, bad: object) -> None:
+    """Catches: the check that refuses ``True`` (an int too) turned around, which refused every int."""
+    with pytest.raises(ValueError, match="turn_limit must be a non-negative int or None"):
+        JSONLSession("s", sessions_dir, turn_limit=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("good", [0, 1, 7, None])
+def test_turn_limit_takes_any_non_negative_int(sessions_dir: Path, good: int | None) -> None:
+    assert JSONLSession("s", sessions_dir, turn_limit=good).turn_limit == good
