@@ -52,7 +52,7 @@ OPERATIONS: dict[str, Callable[[JSONLSession], object]] = {
 }
 
 
-def _child(conn: Connection, directory: str, operation: str, warm: bool, restore_fails: bool) -> None:
+def _child(conn: Connection, directory: str, operation: str, warm: bool, undo_fails: str | None) -> None:
     try:
         from jsonl_session.core import storage
 
@@ -66,12 +66,18 @@ def _child(conn: Connection, directory: str, operation: str, warm: bool, restore
             raise OSError(errno.EIO, "fsync failed")
 
         storage._fdatasync = failing
-        if restore_fails:  # the disk refuses the bytes back too
+        if undo_fails == "restore":  # the disk refuses a removal's bytes back too
 
             def refused(self: undo_buffer.Removed, fd: int) -> None:
                 raise OSError(errno.ENOSPC, "restore failed")
 
             undo_buffer.Removed.restore = refused  # type: ignore[method-assign]
+        elif undo_fails == "truncate":  # an append's bytes cannot be cut off again
+
+            def cannot_cut(fd: int, length: int) -> None:
+                raise OSError(errno.EROFS, "truncate failed")
+
+            storage.os.ftruncate = cannot_cut  # type: ignore[attr-defined]
         try:
             OPERATIONS[operation](session)
             outcome = "returned"
@@ -85,10 +91,10 @@ def _child(conn: Connection, directory: str, operation: str, warm: bool, restore
 
 
 def fail_fsync_in_child(
-    directory: Path, operation: str, *, warm: bool = False, restore_fails: bool = False
+    directory: Path, operation: str, *, warm: bool = False, undo_fails: str | None = None
 ) -> tuple[str, str]:
     parent, child = _ctx.Pipe()
-    process = _ctx.Process(target=_child, args=(child, str(directory), operation, warm, restore_fails))
+    process = _ctx.Process(target=_child, args=(child, str(directory), operation, warm, undo_fails))
     process.start()
     try:
         result: tuple[str, str] = parent.recv()
@@ -151,11 +157,14 @@ def test_a_failed_fsync_puts_back_an_item_over_1_mib_after_other_items(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("operation", ["pop", "clear"])
+@pytest.mark.parametrize(
+    ("operation", "undo_fails"), [("pop", "restore"), ("clear", "restore"), ("add", "truncate")]
+)
 def test_when_the_bytes_cannot_go_back_either_the_fsync_error_is_the_one_raised(
-    tmp_path: Path, operation: str
+    tmp_path: Path, operation: str, undo_fails: str
 ) -> None:
-    """Catches: the best-effort restore's own error escaping (``except OSError`` taken away):
-    the caller must learn that the cut was not made durable, not that a restore failed."""
+    """Catches: the best-effort undo's own error escaping (its ``except OSError`` taken away,
+    in a removal's restore or an append's cut): the caller must learn that the change was not
+    made durable, not that the undo failed."""
     seeded(tmp_path, TWO_TURNS)
-    assert fail_fsync_in_child(tmp_path, operation, restore_fails=True) == ("ok", "EIO")
+    assert fail_fsync_in_child(tmp_path, operation, undo_fails=undo_fails) == ("ok", "EIO")
