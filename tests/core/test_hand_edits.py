@@ -413,3 +413,12 @@ def test_an_async_append_after_a_last_line_without_newline(sessions_dir: Path, d
 
     asyncio.run(main())
     assert session.path.read_bytes() == b'{"a":1}\n{"b":2}\n{"c":3}\n'
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o755, 0o604])
+def test_a_rewrite_keeps_the_files_mode_bit_for_bit(session: JSONLSession, mode: int) -> None:
+    """Catches: the old mode masked with anything but 0o777 (0o776 dropped others' execute bit)."""
+    session.add_items_sync([{"a": 1}])
+    os.chmod(session.path, mode)
+    session.replace_items_sync([{"b": 2}])
+    assert oct(os.stat(session.path).st_mode & 0o7777) == oct(mode)
