@@ -239,7 +239,7 @@ def skip_unwanted(session: Path, source: str, again: set[tuple[str, str]] | None
             ):
                 unselected += 1
                 reason = "the `*` of a signature: not an operator"
-            elif again is not None and (mutation.operator_name, lines[position[0] - 1].strip()) not in again:
+            elif again is not None and (mutation.operator_name, code_of(lines[position[0] - 1])) not in again:
                 reason = "killed by the last run"
             else:
                 continue
@@ -252,7 +252,7 @@ def run_module(module: str, *, timeout: float | None, last: dict[str, Any] | Non
 
     With ``last`` (the module's previous result), only its survivors run again: what new tests
     kill is added to what the last run killed."""
-    again = None if last is None else {(s["operator"], s["diff"][0][1:].strip()) for s in last["survivors"]}
+    again = None if last is None else {(s["operator"], code_of(s["diff"][0][1:])) for s in last["survivors"]}
     tests = [test for test in TESTS[module] if (ROOT / test).exists()]
     work = scratch_copy()
     try:
@@ -403,7 +403,12 @@ def write_report(state: dict[str, Any]) -> None:
 
 def _key(module: str, survivor: dict[str, Any]) -> tuple[str, str, str]:
     """``(module, operator, the line it changed)``: found again after edits move the lines."""
-    return module, survivor["operator"].rsplit("/", 1)[-1], survivor["diff"][0][1:].strip()
+    return module, survivor["operator"].rsplit("/", 1)[-1], code_of(survivor["diff"][0][1:])
+
+
+def code_of(line: str) -> str:
+    """A line without its indentation and trailing comment: what names a mutant's place."""
+    return line.split("  # ", 1)[0].strip()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,14 +1,43 @@
 """The surviving mutants no test can kill, each with the one-line reason (``benchmarks/mutation.py``).
 
-A survivor is named by its module, the cosmic-ray operator and the line it changed (stripped),
-not a line number: edits above it do not orphan its reason. A reason says why the mutant
+A survivor is named by its module, the cosmic-ray operator and the code of the line it changed
+(stripped, without its comment), not a line number: edits above it do not orphan its reason. A reason says why the mutant
 behaves like the real code (the same bytes, the same answers), or why the difference cannot be
 observed without patching the interpreter. Anything a test *can* tell apart gets a test instead.
 """
 
 from __future__ import annotations
 
-_SIZE_GIVEN = "the size the caller passes is the file's size under the lock: `fstat` gives the same"
+_SIZE_GIVEN = (
+    "every caller passes the size it holds under the lock, so the default is never used "
+    "(and `fstat` would give the same size)"
+)
 _TYPE_ONLY = "imports names used only in annotations at run time too: the same behaviour, a slower start"
+_LAST_BYTE = (
+    "a read of 0 or 2 bytes, or at the end of the file, is not a newline either: the full tail "
+    "check then runs and finds the same (the byte before the last is killed by a test)"
+)
 
-EQUIVALENT: dict[tuple[str, str, str], str] = {}
+STORAGE = "core/storage.py"
+
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    # core/storage.py
+    (STORAGE, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
+    (STORAGE, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
+    (STORAGE, "AddNot", "if size is None:"): _SIZE_GIVEN,
+    (STORAGE, "ReplaceComparisonOperator_Is_IsNot", "if size is None:"): _SIZE_GIVEN,
+    (STORAGE, "NumberReplacer", 'if size and os.pread(fd, 1, size - 1) != b"\\n":'): (
+        "asks for 2 bytes at the last byte: the file has only that one to give"
+    ),
+    (STORAGE, "NumberReplacer", 'if not size or os.pread(fd, 1, size - 1) == b"\\n":'): _LAST_BYTE,
+    (STORAGE, "ReplaceComparisonOperator_Lt_LtE", "if written < len(payload):"): (
+        "after a whole write the rest is empty: the retry loop runs zero times"
+    ),
+    (STORAGE, "NumberReplacer", "write_at_end(temp_fd, payload, 0, durable=True)"): (
+        "where a failed write of the temporary file is cut back to: the file is deleted right after"
+    ),
+    (STORAGE, "ExceptionReplacer", "except FileNotFoundError:"): (
+        "the temporary file is gone only if the rename was done and `close` then failed, "
+        "which no file system does without a patched interpreter"
+    ),
+}  # fmt: skip

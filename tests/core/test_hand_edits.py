@@ -422,3 +422,18 @@ def test_a_rewrite_keeps_the_files_mode_bit_for_bit(session: JSONLSession, mode:
     os.chmod(session.path, mode)
     session.replace_items_sync([{"b": 2}])
     assert oct(os.stat(session.path).st_mode & 0o7777) == oct(mode)
+
+
+@pytest.mark.parametrize("change", ["clear", "replace", "append"])
+def test_a_torn_tail_of_one_byte_is_kept(session: JSONLSession, change: str) -> None:
+    """Catches: the quick "does the file end in a newline" test reading the byte before the
+    last: a one-byte fragment after a newline passed for a whole file, and clear lost it."""
+    write(session, b'{"a":1}\n{')
+    with pytest.warns(TornTailWarning):
+        if change == "clear":
+            session.clear_session_sync()
+        elif change == "replace":
+            session.replace_items_sync([{"c": 3}])
+        else:
+            session.add_items_sync([{"c": 3}])
+    assert session.sidecar_path.read_bytes() == b"{\n"
