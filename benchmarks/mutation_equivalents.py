@@ -1,9 +1,10 @@
 """The surviving mutants no test can kill, each with the one-line reason (``benchmarks/mutation.py``).
 
-A survivor is named by its module, the cosmic-ray operator and the code of the line it changed
-(stripped, without its comment), not a line number: edits above it do not orphan its reason. A reason says why the mutant
-behaves like the real code (the same bytes, the same answers), or why the difference cannot be
-observed without patching the interpreter. Anything a test *can* tell apart gets a test instead.
+A survivor is named by its module, the cosmic-ray operator and the code of the line it
+changed (stripped, without its comment), not a line number: edits above it do not orphan its
+reason. A reason says why the mutant behaves like the real code (the same bytes, the same
+answers), or why the difference cannot be observed without patching the interpreter.
+Anything a test *can* tell apart gets a test instead.
 """
 
 from __future__ import annotations
