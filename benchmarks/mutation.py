@@ -101,6 +101,7 @@ TESTS: dict[str, list[str]] = {
         "tests/core/test_folder_durability.py",
         "tests/core/test_count_items.py",
         "tests/history/test_long_turns.py",
+        "tests/session/test_compaction.py",
     ],
     "watch/engine.py": [
         "tests/watch/test_watch_engine.py",

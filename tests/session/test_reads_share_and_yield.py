@@ -1,6 +1,6 @@
 """Reads take the shared lock and, when big, leave the event loop free; rewrites create what they need.
 
-Found by mutation testing (issue 29): the async read taking the *exclusive* lock, a big read
+Found by mutation testing (issue 29): reads taking the *exclusive* lock, a big read
 run on the loop instead of in a worker thread, and ``rewrite()`` on a session with no file yet
 not creating it all passed the suite.
 """
@@ -16,13 +16,17 @@ from lock_helpers import shared_lock_elsewhere
 from jsonl_session import JSONLSession
 
 
-def test_an_async_read_shares_the_lock_with_another_reader(sessions_dir: Path) -> None:
-    """Catches: ``get_items`` taking ``locked_async(write=True)``: it waited for every reader."""
+def test_every_read_shares_the_lock_with_another_reader(sessions_dir: Path) -> None:
+    """Catches: ``get_items``, ``get_items_sync`` or ``count_items_sync`` taking the exclusive
+    lock: each then waited for every reader in another process."""
     session = JSONLSession("s", sessions_dir, lock_timeout=0.3)
     session.add_items_sync([{"n": 1}, {"n": 2}])
     with shared_lock_elsewhere(session.path):
         assert asyncio.run(session.get_items()) == [{"n": 1}, {"n": 2}]
         assert asyncio.run(session.get_items(1)) == [{"n": 2}]
+        assert session.get_items_sync() == [{"n": 1}, {"n": 2}]
+        assert session.get_items_sync(1) == [{"n": 2}]
+        assert session.count_items_sync() == 2
 
 
 def test_a_big_read_leaves_the_loop_serving_other_tasks(sessions_dir: Path) -> None:
