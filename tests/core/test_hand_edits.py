@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -360,19 +361,21 @@ def test_a_huge_integer_anywhere_in_a_large_file_is_read_exactly(session: JSONLS
     assert session.get_items_sync()[1] == {"n": 123456789012345678901234567890}
 
 
-@pytest.mark.parametrize("change", ["clear", "replace", "append"])
+CHANGES: dict[str, Callable[[JSONLSession], object]] = {
+    "clear": lambda session: session.clear_session_sync(),
+    "replace": lambda session: session.replace_items_sync([{"c": 3}]),
+    "append": lambda session: session.add_items_sync([{"c": 3}]),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_last_item_without_newline_is_not_taken_for_a_torn_tail(session: JSONLSession, change: str) -> None:
     """Catches: the torn-tail check reading ``blank and parses`` for ``blank or parses``: a whole
     last item that only lacks its newline (an editor saved it so) went to the .torn sidecar."""
     write(session, b'{"a":1}\n{"b":2}')
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no TornTailWarning
-        if change == "clear":
-            session.clear_session_sync()
-        elif change == "replace":
-            session.replace_items_sync([{"c": 3}])
-        else:
-            session.add_items_sync([{"c": 3}])
+        CHANGES[change](session)
     assert not session.sidecar_path.exists()
     expected = {"clear": [], "replace": [{"c": 3}], "append": [{"a": 1}, {"b": 2}, {"c": 3}]}[change]
     assert session.get_items_sync() == expected
@@ -424,16 +427,11 @@ def test_a_rewrite_keeps_the_files_mode_bit_for_bit(session: JSONLSession, mode:
     assert oct(os.stat(session.path).st_mode & 0o7777) == oct(mode)
 
 
-@pytest.mark.parametrize("change", ["clear", "replace", "append"])
+@pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_torn_tail_of_one_byte_is_kept(session: JSONLSession, change: str) -> None:
     """Catches: the quick "does the file end in a newline" test reading the byte before the
     last: a one-byte fragment after a newline passed for a whole file, and clear lost it."""
     write(session, b'{"a":1}\n{')
     with pytest.warns(TornTailWarning):
-        if change == "clear":
-            session.clear_session_sync()
-        elif change == "replace":
-            session.replace_items_sync([{"c": 3}])
-        else:
-            session.add_items_sync([{"c": 3}])
+        CHANGES[change](session)
     assert session.sidecar_path.read_bytes() == b"{\n"
