@@ -19,7 +19,10 @@ _LAST_BYTE = (
     "check then runs and finds the same (the byte before the last is killed by a test)"
 )
 
+_ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
+
 STORAGE = "core/storage.py"
+_ENDS_IN_NEWLINE = 'if not size or os.pread(fd, 1, size - 1) == b"\\n":'
 
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     # core/storage.py
@@ -30,7 +33,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (STORAGE, "NumberReplacer", 'if size and os.pread(fd, 1, size - 1) != b"\\n":'): (
         "asks for 2 bytes at the last byte: the file has only that one to give"
     ),
-    (STORAGE, "NumberReplacer", 'if not size or os.pread(fd, 1, size - 1) == b"\\n":'): _LAST_BYTE,
+    (STORAGE, "NumberReplacer", _ENDS_IN_NEWLINE): _LAST_BYTE,
+    (STORAGE, "ReplaceBinaryOperator_Sub_Add", _ENDS_IN_NEWLINE): _LAST_BYTE,
+    (STORAGE, "NumberReplacer", "lines, _, _ = newest_lines(fd, size, 1)"): (
+        "reads the newest two lines and keeps the last: the same item, one more line read"
+    ),
+    (STORAGE, "NumberReplacer", "offset, line = lines[-1]"): _ONE_LINE,
+    (STORAGE, "ReplaceUnaryOperator_USub_Not", "offset, line = lines[-1]"): _ONE_LINE,
     (STORAGE, "ReplaceComparisonOperator_Lt_LtE", "if written < len(payload):"): (
         "after a whole write the rest is empty: the retry loop runs zero times"
     ),
