@@ -57,6 +57,9 @@ TESTS: dict[str, list[str]] = {
         "tests/core/test_roundtrip.py",
         "tests/core/test_stable_output.py",
         "tests/reliability/test_corpus.py",
+        "tests/core/test_codec_limits.py",
+        "tests/session/test_parsing.py",
+        "tests/render/test_hostile_content.py",
     ],
     "core/undo_buffer.py": ["tests/core/test_undo_buffer.py", "tests/core/test_failed_fsync.py"],
     "core/storage.py": [

