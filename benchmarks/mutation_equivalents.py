@@ -23,6 +23,16 @@ _ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
 
 STORAGE = "core/storage.py"
 CODEC = "core/codec.py"
+STORE = "session/store.py"
+_INLINE = (
+    "where the session switches between working on the loop and in a worker thread: the same "
+    "items either way (a read far beyond it is tested to leave the loop free)"
+)
+_TIMES_END = (
+    "where the last append left the session only decides whether the next one re-checks the "
+    "`.times` sidecar (one `fstat`): a wrong value costs a check, the records are the same"
+)
+_INLINE_READ = "if self._handle.size <= _INLINE_FILE_BYTES or (limit is not None and limit <= _INLINE_LIMIT):"
 _ENDS_IN_NEWLINE = 'if not size or os.pread(fd, 1, size - 1) == b"\\n":'
 
 EQUIVALENT: dict[tuple[str, str, str], str] = {
@@ -60,5 +70,20 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     (CODEC, "NumberReplacer", "gc.collect(1)"): (
         "which generation is collected after a pause: the same objects are freed, sooner or later"
+    ),
+    # session/store.py
+    (STORE, "NumberReplacer", "_INLINE_FILE_BYTES = 64 * 1024"): _INLINE,
+    (STORE, "NumberReplacer", "_INLINE_PAYLOAD_BYTES = 256 * 1024"): _INLINE,
+    (STORE, "ReplaceComparisonOperator_LtE_Lt", _INLINE_READ): _INLINE,
+    (STORE, "ReplaceOrWithAnd", _INLINE_READ): _INLINE,
+    (STORE, "ReplaceComparisonOperator_Gt_GtE", "len(payload) > _INLINE_PAYLOAD_BYTES"): _INLINE,
+    (STORE, "NumberReplacer", 'or (size and os.pread(fd, 1, size - 1) != b"\\n")'): (
+        "asks for 2 bytes at the last byte: the file has only that one to give"
+    ),
+    (STORE, "ReplaceBinaryOperator_Add_Sub", "times.sync_and_write, fd, size, records, size + len(payload)"): _TIMES_END,
+    (STORE, "ReplaceBinaryOperator_Add_Sub", "times.append_records(records, size, size + len(payload))"): _TIMES_END,
+    (STORE, "ReplaceBinaryOperator_Add_Sub", "self._times.append_records(records, size, size + len(payload))"): _TIMES_END,
+    (STORE, "NumberReplacer", "if limit == 0:"): (
+        "`get_items_sync(0)` then reads under the lock and returns the newest 0 items: `[]` as before"
     ),
 }  # fmt: skip

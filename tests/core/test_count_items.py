@@ -108,7 +108,8 @@ def test_count_items_sync_of_a_session(tmp_path: Path) -> None:
     """Catches: ``count_items_sync`` answering 0 for a file that exists (its missing-file test
     turned around); only a memory test called it."""
     session = JSONLSession("s", tmp_path)
-    assert session.count_items_sync() == 0  # no file yet
+    assert session.count_items_sync() == 0  # no file yet, and counting makes none
+    assert not session.path.exists()
     session.add_items_sync([{"n": n} for n in range(5)])
     assert session.count_items_sync() == 5
     with session.path.open("ab") as file:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from lock_helpers import shared_lock_elsewhere
 
-from jsonl_session import JSONLSession, LockTimeout
+from jsonl_session import JSONLSession, LockTimeout, TornTailWarning
 
 ITEMS = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]
 
@@ -40,3 +40,20 @@ def test_a_write_waits_for_a_reader_elsewhere_and_changes_nothing(sessions_dir: 
     assert session.path.read_bytes() == before
     WRITES[write](session)  # and once the reader is gone, it goes through
     assert session.path.read_bytes() != before
+
+
+def test_repair_waits_for_a_reader_elsewhere_and_makes_no_file(sessions_dir: Path) -> None:
+    """Catches: ``repair_sync`` under the shared lock, or creating a session it was asked to repair."""
+    session = JSONLSession("s", sessions_dir, lock_timeout=0.2)
+    assert session.repair_sync() is None
+    assert not session.path.exists()
+    session.add_items_sync(ITEMS)
+    with session.path.open("ab") as file:
+        file.write(b'{"role":"assistant","con')
+    before = session.path.read_bytes()
+    with shared_lock_elsewhere(session.path), pytest.raises(LockTimeout):
+        session.repair_sync()
+    assert session.path.read_bytes() == before
+    with pytest.warns(TornTailWarning):
+        assert session.repair_sync() == b'{"role":"assistant","con'
+    assert session.get_items_sync() == ITEMS
