@@ -105,6 +105,7 @@ TESTS: dict[str, list[str]] = {
         "tests/core/test_count_items.py",
         "tests/history/test_long_turns.py",
         "tests/session/test_compaction.py",
+        "tests/session/test_sdk_parity.py",
     ],
     "watch/engine.py": [
         "tests/watch/test_watch_engine.py",

@@ -73,8 +73,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     # session/store.py
     (STORE, "NumberReplacer", "_INLINE_FILE_BYTES = 64 * 1024"): _INLINE,
+    (STORE, "ReplaceBinaryOperator_Mul_Div", "_INLINE_FILE_BYTES = 64 * 1024"): _INLINE,
     (STORE, "NumberReplacer", "_INLINE_PAYLOAD_BYTES = 256 * 1024"): _INLINE,
+    (STORE, "ReplaceBinaryOperator_Mul_Div", "_INLINE_PAYLOAD_BYTES = 256 * 1024"): _INLINE,
+    (STORE, "NumberReplacer", "_INLINE_LIMIT = 100"): _INLINE,
     (STORE, "ReplaceComparisonOperator_LtE_Lt", _INLINE_READ): _INLINE,
+    # Both `<=` made `>`: the file-size one sends a big read to the loop (killed by a test); the
+    # limit one only reads a long limited read on the loop, which costs what the limit asks.
+    (STORE, "ReplaceComparisonOperator_LtE_Gt", _INLINE_READ): _INLINE,
     (STORE, "ReplaceOrWithAnd", _INLINE_READ): _INLINE,
     (STORE, "ReplaceComparisonOperator_Gt_GtE", "len(payload) > _INLINE_PAYLOAD_BYTES"): _INLINE,
     (STORE, "NumberReplacer", 'or (size and os.pread(fd, 1, size - 1) != b"\\n")'): (
@@ -83,6 +89,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (STORE, "ReplaceBinaryOperator_Add_Sub", "times.sync_and_write, fd, size, records, size + len(payload)"): _TIMES_END,
     (STORE, "ReplaceBinaryOperator_Add_Sub", "times.append_records(records, size, size + len(payload))"): _TIMES_END,
     (STORE, "ReplaceBinaryOperator_Add_Sub", "self._times.append_records(records, size, size + len(payload))"): _TIMES_END,
+    (STORE, "NumberReplacer", "await asyncio.sleep(0)"): (
+        "`sleep(-1)` yields exactly as `sleep(0)` does (`sleep(1)` is killed by a test)"
+    ),
     (STORE, "NumberReplacer", "if limit == 0:"): (
         "`get_items_sync(0)` then reads under the lock and returns the newest 0 items: `[]` as before"
     ),

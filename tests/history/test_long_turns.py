@@ -75,3 +75,11 @@ def test_turn_limit_must_be_a_non_negative_int(sessions_dir: Path, bad: object) 
 @pytest.mark.parametrize("good", [0, 1, 7, None])
 def test_turn_limit_takes_any_non_negative_int(sessions_dir: Path, good: int | None) -> None:
     assert JSONLSession("s", sessions_dir, turn_limit=good).turn_limit == good
+
+
+def test_turn_limit_and_a_settings_limit_do_not_mix(sessions_dir: Path) -> None:
+    """Catches: the "not both" check turned around: it refused ``turn_limit`` alone."""
+    with pytest.raises(ValueError, match="give turn_limit or a session_settings limit, not both"):
+        JSONLSession("s", sessions_dir, turn_limit=1, session_settings={"limit": 5})
+    for settings in ({"limit": None}, {"limit": -1}, None):  # no limit at all
+        assert JSONLSession("s", sessions_dir, turn_limit=1, session_settings=settings).turn_limit == 1

@@ -8,6 +8,7 @@ not creating it all passed the suite.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import orjson
@@ -68,3 +69,36 @@ def test_rewrite_of_a_session_with_no_file_yet_creates_it(sessions_dir: Path) ->
         draft.items = [{"role": "user", "content": "first"}]
     assert session.get_items_sync() == [{"role": "user", "content": "first"}]
     assert session.path.read_bytes() == b'{"role":"user","content":"first"}\n'
+
+
+def test_a_call_with_nothing_to_do_yields_to_the_loop_once(sessions_dir: Path) -> None:
+    """Catches: the one yield of ``get_items(0)`` and ``add_items([])`` made a timer (``sleep(1)``):
+    the other task then ran for as long as the timer, not once."""
+    session = JSONLSession("s", sessions_dir)
+
+    async def ticks_during(call: Callable[[], Awaitable[object]]) -> int:
+        ticks = 0
+        done = False
+
+        async def tick() -> None:
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)
+        start = ticks
+        await call()
+        done = True
+        await ticker
+        return ticks - start
+
+    async def main() -> list[int]:
+        return [
+            await ticks_during(lambda: session.get_items(0)),
+            await ticks_during(lambda: session.add_items([])),
+        ]
+
+    assert asyncio.run(main()) == [1, 1]
+    assert not session.path.exists()

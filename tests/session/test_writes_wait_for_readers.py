@@ -27,7 +27,13 @@ WRITES: dict[str, Callable[[JSONLSession], object]] = {
     "replace_items_sync": lambda session: session.replace_items_sync([{"n": 3}]),
     "rewind_sync": lambda session: session.rewind_sync(1),
     "rewind": lambda session: asyncio.run(session.rewind(1)),
+    "rewrite": lambda session: _drop_the_first(session),
 }
+
+
+def _drop_the_first(session: JSONLSession) -> None:
+    with session.rewrite() as draft:
+        draft.items = draft.items[1:]
 
 
 @pytest.mark.parametrize("write", sorted(WRITES))
