@@ -7,12 +7,14 @@ the explanation of a refused item could blame the smallest 64-bit integer for an
 
 from __future__ import annotations
 
+import gc
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
 
-from jsonl_session import ItemNotStorableError
+from jsonl_session import ItemNotStorableError, JSONLSession
 from jsonl_session.core import codec
 
 BIG = b"123456789012345678901234567890"  # 30 digits: read by the exact parser
@@ -60,3 +62,19 @@ def test_the_explanation_blames_the_bad_value_not_a_64_bit_edge(edge: int) -> No
         with pytest.raises(ItemNotStorableError) as raised:
             codec.encode_items([item])
         assert "nan" in str(raised.value) and "64 bits" not in str(raised.value)
+
+
+def test_reading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
+    """Catches: ``gc_paused`` not re-enabling the collector (its test turned around): after one
+    read, cycles were never collected again in the whole process."""
+    session = JSONLSession("s", tmp_path)
+    session.add_items_sync([{"n": n} for n in range(2_000)])
+    assert gc.isenabled()
+    assert len(session.get_items_sync()) == 2_000
+    assert gc.isenabled()
+    gc.disable()  # a program that turned it off itself keeps it off
+    try:
+        assert len(session.get_items_sync()) == 2_000
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
