@@ -24,6 +24,14 @@ _ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
 STORAGE = "core/storage.py"
 CODEC = "core/codec.py"
 STORE = "session/store.py"
+ENGINE = "watch/engine.py"
+_FIRST_LOOK = (
+    "set again by the first look before it is read (a follower starts, and starts over, with a full read)"
+)
+_DIGEST = (
+    "the digest only lets a full read skip the line-by-line comparison; when it cannot match, "
+    "that comparison runs and gives the same changes (the quick path of appends is tested)"
+)
 _INLINE = (
     "where the session switches between working on the loop and in a worker thread: the same "
     "items either way (a read far beyond it is tested to leave the loop free)"
@@ -95,4 +103,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (STORE, "NumberReplacer", "if limit == 0:"): (
         "`get_items_sync(0)` then reads under the lock and returns the newest 0 items: `[]` as before"
     ),
+    # watch/engine.py
+    (ENGINE, "NumberReplacer", "self._consumed = 0"): _FIRST_LOOK,
+    (ENGINE, "NumberReplacer", "self._newlines = 0"): _FIRST_LOOK,
+    (ENGINE, "NumberReplacer", "self._consumed = self._newlines = 0"): _FIRST_LOOK,
+    (ENGINE, "NumberReplacer", "self._digest = hashlib.blake2b(digest_size=16)"): _FIRST_LOOK,
+    (ENGINE, "NumberReplacer", "return hashlib.blake2b(prefix, digest_size=16).digest() == self._digest.digest()"): _DIGEST,
+    (ENGINE, "NumberReplacer", "self._digest = hashlib.blake2b(data[: scan.consumed], digest_size=16)"): _DIGEST,
+    (ENGINE, "ReplaceBinaryOperator_Sub_Add", "self._digest.update(data[consumed - offset : scan.consumed - offset])"): _DIGEST,
+    (ENGINE, "ReplaceComparisonOperator_Eq_NotEq", "if same_file and len(prefix) == self._consumed and self._same_prefix(prefix):"): _DIGEST,
 }  # fmt: skip

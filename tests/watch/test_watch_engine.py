@@ -91,3 +91,39 @@ def test_storage_marks_every_write_but_appends(session: JSONLSession) -> None:
     session.replace_items_sync([A])
     replaced = mark()
     assert replaced is not None and replaced[:8] != created[:8]  # a new file
+
+
+def look_quickly(state: FileState, content: bytes) -> tuple[int, Any]:
+    """One wake-up on a file that only grew: the bytes from the last delivered line must do."""
+    seen = Seen(FILE, len(content), MARK)
+    offset = state.wanted(seen)
+    return offset, state.update(seen, content[offset:], offset, None)
+
+
+def test_the_quick_path_serves_every_append_without_a_second_read() -> None:
+    """Catches (mutation testing, issue 29): the quick path giving up (``None``) where only
+    appends happened: the last line's slice, length or hash taken from the wrong place, the
+    newline after a last line that had none not accepted, an unchanged file read whole. The
+    full read that followed gave the same changes, so only this test tells them apart."""
+    state = FileState(Path("s.jsonl"), "s")
+    one, two = encode_items([A]), encode_items([A, B])
+    assert look(state, two) == (0, [Change("appended", "s", [A, B], 2)])
+    assert look_quickly(state, two) == (len(one), [])  # nothing new: not a read of everything
+    three = two + encode_items([C])
+    assert look_quickly(state, three) == (len(one), [Change("appended", "s", [C], 1)])
+    unterminated = three + b'{"n":3}'  # an editor saved the last line without its newline
+    assert look_quickly(state, unterminated) == (len(two), [Change("appended", "s", [{"n": 3}], 1)])
+    assert look_quickly(state, unterminated) == (len(three), [])
+    finished = unterminated + b'\n{"n":4}\n'  # the newline comes, then another line
+    assert look_quickly(state, finished) == (len(three), [Change("appended", "s", [{"n": 4}], 1)])
+
+
+def test_bytes_glued_to_a_last_line_without_newline_are_never_delivered_as_a_new_line() -> None:
+    """Catches: the glue check reading past the data when the bytes start mid-file (offset > 0):
+    ``{"n":2}`` glued onto ``{"n":1}`` was delivered as a new item, the file's line being neither."""
+    state = FileState(Path("s.jsonl"), "s")
+    start = encode_items([A]) + b'{"n":1}'
+    assert look(state, start) == (0, [Change("appended", "s", [A, B], 2)])
+    glued = start + b'{"n":2}\n'
+    offset, changes = look_quickly(state, glued)
+    assert offset == len(encode_items([A])) and changes is None  # the whole file is needed
