@@ -112,4 +112,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (ENGINE, "NumberReplacer", "self._digest = hashlib.blake2b(data[: scan.consumed], digest_size=16)"): _DIGEST,
     (ENGINE, "ReplaceBinaryOperator_Sub_Add", "self._digest.update(data[consumed - offset : scan.consumed - offset])"): _DIGEST,
     (ENGINE, "ReplaceComparisonOperator_Eq_NotEq", "if same_file and len(prefix) == self._consumed and self._same_prefix(prefix):"): _DIGEST,
+    (ENGINE, "NumberReplacer", 'if start == "now" or start == 0:'): (
+        "`start=0` then takes the newest 0 lines, and `start=-1` none either: `[]` both ways"
+    ),
 }  # fmt: skip
