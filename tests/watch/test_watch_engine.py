@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,20 @@ def test_bytes_glued_to_a_last_line_without_newline_are_never_delivered_as_a_new
     glued = start + b'{"n":2}\n'
     offset, changes = look_quickly(state, glued)
     assert offset == len(encode_items([A])) and changes is None  # the whole file is needed
+
+
+def test_a_file_renamed_over_with_the_same_first_lines_is_a_replacement_not_an_append() -> None:
+    """Catches: "same file" decided by ``identity !=``: a new file (another inode, no marks)
+    that began with the same bytes was taken for the old one grown, and only its new line sent."""
+    state = FileState(Path("s.jsonl"), "s")
+    two = encode_items([A, B])
+    assert look(state, two, mark=None) == (0, [Change("appended", "s", [A, B], 2)])
+    changes = look(state, two + encode_items([C]), mark=None, identity=(1, 8))[1]
+    assert changes == [Change("replaced", "s", [A, B, C], 3)]
+
+
+def test_what_a_wake_up_saw_cannot_be_changed_afterwards() -> None:
+    seen = Seen(FILE, 10, MARK)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        seen.size = 11  # type: ignore[misc]
+    assert hash(seen) == hash(Seen(FILE, 10, MARK))
