@@ -25,6 +25,7 @@ STORAGE = "core/storage.py"
 CODEC = "core/codec.py"
 STORE = "session/store.py"
 ENGINE = "watch/engine.py"
+LOCKING = "core/locking.py"
 _FIRST_LOOK = (
     "set again by the first look before it is read (a follower starts, and starts over, with a full read)"
 )
@@ -114,5 +115,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (ENGINE, "ReplaceComparisonOperator_Eq_NotEq", "if same_file and len(prefix) == self._consumed and self._same_prefix(prefix):"): _DIGEST,
     (ENGINE, "NumberReplacer", 'if start == "now" or start == 0:'): (
         "`start=0` then takes the newest 0 lines, and `start=-1` none either: `[]` both ways"
+    ),
+    # core/locking.py
+    (LOCKING, "NumberReplacer", "TOKENS = itertools.count(1)"): (
+        "tokens are only compared with each other and with 0 (no holder): any start above 0 works"
+    ),
+    (LOCKING, "NumberReplacer", "self._holder_thread = 0"): (
+        "no thread's ident is 0 or -1: either value means the lock is with no thread of this process"
+    ),
+    (LOCKING, "ReplaceFalseWithTrue", "self._reopen = False"): (
+        "only makes the next release close the descriptor, reopened at the next use: slower, the same file"
+    ),
+    (LOCKING, "ReplaceComparisonOperator_LtE_Lt", "if remaining <= 0:"): (
+        "with exactly 0 s left it sleeps 0 s and tries once more: the same answer a moment later"
     ),
 }  # fmt: skip

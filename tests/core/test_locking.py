@@ -7,6 +7,8 @@ import os
 import pickle
 import re
 import resource
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -195,3 +197,62 @@ def test_above_core_a_file_is_opened_and_locked_only_through_the_transaction_hel
             if "FileHandle(" in line:
                 offenders.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+_STDOUT_CLOSED = """
+import os, sys
+os.close(1)  # a daemon started with its standard output closed: a session may get descriptor 1
+from jsonl_session import JSONLSession
+session = JSONLSession("s", sys.argv[1], lock_timeout=1)
+session.add_items_sync([{"n": 1}])
+session.add_items_sync([{"n": 2}])
+with open(sys.argv[2], "w") as out:
+    out.write(repr(session.get_items_sync()))
+"""
+
+
+def test_a_process_with_its_standard_output_closed_uses_its_sessions(tmp_path: Path) -> None:
+    """Catches: ``BUSY`` made 1, a descriptor the file can get: the lock was taken and then
+    reported busy, and the process timed out on its own lock."""
+    result = tmp_path / "items.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", _STDOUT_CLOSED, str(tmp_path / "s"), str(result)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert result.read_text() == "[{'n': 1}, {'n': 2}]"
+
+
+_HOLD_BRIEFLY = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(0.1)  # another process's write, in progress when the session asks
+fcntl.flock(fd, fcntl.LOCK_UN)
+sys.stdin.read()
+"""
+
+
+def test_a_lock_freed_while_waiting_is_taken_under_a_short_timeout(session: JSONLSession) -> None:
+    """Catches: the wait giving up while time remained (``remaining <= 1`` for ``<= 0``): with a
+    timeout under a second it never retried, and a lock held for 0.1 s was a ``LockTimeout``."""
+    session.add_items_sync([{"n": 1}])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_BRIEFLY, str(session.path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        short = JSONLSession(session.session_id, session.path.parent, lock_timeout=0.9)
+        short.add_items_sync([{"n": 2}])
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert session.get_items_sync() == [{"n": 1}, {"n": 2}]
