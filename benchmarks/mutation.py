@@ -120,6 +120,7 @@ TESTS: dict[str, list[str]] = {
         "tests/tools/test_check.py",
         "tests/tools/test_check_fix_lock.py",
         "tests/tools/test_replay_lint.py",
+        "tests/core/test_data_durability.py",
     ],
     "history/turns.py": [
         "tests/history/test_long_turns.py",

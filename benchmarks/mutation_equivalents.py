@@ -26,6 +26,7 @@ CODEC = "core/codec.py"
 STORE = "session/store.py"
 ENGINE = "watch/engine.py"
 LOCKING = "core/locking.py"
+CHECK = "tools/check.py"
 _FIRST_LOOK = (
     "set again by the first look before it is read (a follower starts, and starts over, with a full read)"
 )
@@ -128,5 +129,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     (LOCKING, "ReplaceComparisonOperator_LtE_Lt", "if remaining <= 0:"): (
         "with exactly 0 s left it sleeps 0 s and tries once more: the same answer a moment later"
+    ),
+    (LOCKING, "AddNot", "if not self._holder and (self.fd is None or (write and not self._writable)):"): (
+        "opening ahead only moves the creating `open` (and its folder fsync) into a worker; "
+        "without it the locked block opens the file itself: the same file and bytes"
+    ),
+    # tools/check.py
+    (CHECK, "NumberReplacer", "return sorted(problems, key=lambda problem: problem.line or 0)"): (
+        "lines count from 1: a problem without a line sorts first with 0 or -1"
     ),
 }  # fmt: skip

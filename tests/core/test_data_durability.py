@@ -129,3 +129,13 @@ def test_a_session_that_is_not_durable_syncs_nothing_when_it_saves_a_torn_tail(t
         file.write(b'{"role":"user","con')  # torn by a killed writer
     assert strace_log(folder, "session.add_items_sync([item])", durable=False) == []
     assert path.with_name("s.jsonl.torn").read_bytes() == b'{"role":"user","con\n'
+
+
+def test_check_fix_makes_its_repair_durable(tmp_path: Path) -> None:
+    """Catches (mutation testing): ``check --fix`` moving a torn tail without syncing the cut."""
+    folder = tmp_path / "sessions"
+    path = made_elsewhere(folder)
+    with path.open("ab") as file:
+        file.write(b'{"role":"user","con')
+    calls = "from jsonl_session.tools.check import check_file\ncheck_file(session.path, fix=True)"
+    assert data_syncs(strace_log(folder, calls, durable=True), path) == 1

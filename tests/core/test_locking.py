@@ -256,3 +256,32 @@ def test_a_lock_freed_while_waiting_is_taken_under_a_short_timeout(session: JSON
         holder.stdin.close()
         holder.wait(timeout=30)
     assert session.get_items_sync() == [{"n": 1}, {"n": 2}]
+
+
+def test_an_error_right_after_the_lock_is_taken_leaves_it_free(tmp_path: Path) -> None:
+    """Catches (mutation testing): the error path unlocking only when the lock *was* recorded
+    as held (``not`` added): a failure between ``flock`` and the bookkeeping stranded the lock
+    with this process. Here the check that the path is still our file fails (a symlink loop
+    now sits where the folder's link was)."""
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real, target_is_directory=True)
+    session = JSONLSession("s", link)
+    session.add_items_sync([{"n": 1}])  # the descriptor stays open in the session
+    link.unlink()
+    link.symlink_to(link)
+    with pytest.raises(OSError):
+        session.get_items_sync()
+    assert another_process_can_lock(real / "s.jsonl")
+
+
+def test_close_inside_a_locked_block_closes_the_descriptor_when_the_block_ends(session: JSONLSession) -> None:
+    """Catches (mutation testing): ``close()`` under the lock forgetting to close afterwards."""
+    session.add_items_sync([{"n": 1}])
+    handle = FileHandle(session.path, durable=False)
+    with handle.locked(write=False, create=False) as fd:
+        handle.close()
+        os.fstat(fd)  # still open while the block runs
+    assert handle.fd is None
+    with pytest.raises(OSError):
+        os.fstat(fd)

@@ -210,3 +210,14 @@ def test_check_names_orphaned_sidecars_and_their_temporary_files_and_fix_removes
         "kept.jsonl.usage",
     ]
     assert run(sessions_dir, "check").code == 0
+
+
+def test_a_torn_tail_is_reported_fixable_and_once_moved_fixed(sessions_dir: Path) -> None:
+    """Catches (mutation testing): the moved torn tail reported as not fixable."""
+    path = write_lines(sessions_dir / "t.jsonl", ['{"role":"user","content":"hi"}', '{"role":"assi'], end=b"")
+    [found] = check_file(path)
+    assert (found.line, found.fixable, found.fixed) == (2, True, False)
+    [moved] = check_file(path, fix=True)
+    assert (moved.line, moved.fixable, moved.fixed) == (2, True, True)
+    assert moved.reason.endswith("moved to t.jsonl.torn")
+    assert check_file(path) == []
