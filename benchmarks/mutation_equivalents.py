@@ -134,7 +134,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "opening ahead only moves the creating `open` (and its folder fsync) into a worker; "
         "without it the locked block opens the file itself: the same file and bytes"
     ),
+    (LOCKING, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
     # tools/check.py
+    (CHECK, "ExceptionReplacer", "except FileNotFoundError:"): (
+        "only a sidecar another process removed between the listing and the `unlink`: a race "
+        "no test can time without patching `os`"
+    ),
     (CHECK, "NumberReplacer", "return sorted(problems, key=lambda problem: problem.line or 0)"): (
         "lines count from 1: a problem without a line sorts first with 0 or -1"
     ),

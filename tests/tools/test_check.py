@@ -221,3 +221,35 @@ def test_a_torn_tail_is_reported_fixable_and_once_moved_fixed(sessions_dir: Path
     assert (moved.line, moved.fixable, moved.fixed) == (2, True, True)
     assert moved.reason.endswith("moved to t.jsonl.torn")
     assert check_file(path) == []
+
+
+@pytest.mark.parametrize(
+    ("item", "reason"),
+    [
+        ({"type": [1]}, "its type is a JSON array, not a string"),
+        ({"type": {"a": 1}}, "its type is a JSON object, not a string"),
+        ({"type": 5}, "its type is a int, not a string"),
+        (
+            {"type": "function_call", "call_id": ["x"], "name": "f", "arguments": "{}"},
+            "function_call has a call_id that is a JSON array, not a string",
+        ),
+    ],
+)
+def test_a_type_or_call_id_of_the_wrong_kind_is_named_by_its_kind(
+    sessions_dir: Path, item: dict[str, object], reason: str
+) -> None:
+    """Catches (mutation testing): a list named by its Python type (the kind test turned around)."""
+    path = write_lines(sessions_dir / "k.jsonl", [json.dumps(item)])
+    assert [(problem.line, problem.reason) for problem in check_file(path)] == [(1, reason)]
+
+
+def test_many_brackets_are_not_a_deep_line_and_a_deep_one_is_named(sessions_dir: Path) -> None:
+    """Catches (mutation testing): the depth walk's result ignored once the bracket count passed."""
+    wide = {"role": "user", "content": [[] for _ in range(codec.MAX_DEPTH + 50)]}  # many, not deep
+    deep: object = "bottom"
+    for _ in range(codec.MAX_DEPTH + 1):
+        deep = [deep]
+    lines = [json.dumps(wide), json.dumps({"role": "user", "content": deep})]
+    path = write_lines(sessions_dir / "d.jsonl", lines)
+    [problem] = check_file(path)
+    assert problem.line == 2 and problem.reason.startswith(f"nested {codec.MAX_DEPTH + 2} levels deep")
