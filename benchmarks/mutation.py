@@ -121,6 +121,8 @@ TESTS: dict[str, list[str]] = {
         "tests/tools/test_check_fix_lock.py",
         "tests/tools/test_replay_lint.py",
         "tests/core/test_data_durability.py",
+        "tests/core/test_leftovers.py",
+        "tests/history/test_lineage.py",
     ],
     "history/turns.py": [
         "tests/history/test_long_turns.py",

@@ -253,3 +253,21 @@ def test_many_brackets_are_not_a_deep_line_and_a_deep_one_is_named(sessions_dir:
     path = write_lines(sessions_dir / "d.jsonl", lines)
     [problem] = check_file(path)
     assert problem.line == 2 and problem.reason.startswith(f"nested {codec.MAX_DEPTH + 2} levels deep")
+
+
+def test_a_sidecar_left_by_a_removed_session_is_fixable_and_once_removed_fixed(sessions_dir: Path) -> None:
+    """Catches (mutation testing): the removed sidecar reported as not fixable."""
+    sessions_dir.mkdir()
+    (sessions_dir / "gone.jsonl.usage").write_text('{"requests": 1}\n')
+    [found] = check_file(sessions_dir / "gone.jsonl")[1:]
+    assert (found.fixable, found.fixed) == (True, False)
+    [removed] = check_file(sessions_dir / "gone.jsonl", fix=True)[1:]
+    assert (removed.fixable, removed.fixed) == (True, True)
+    assert not (sessions_dir / "gone.jsonl.usage").exists()
+
+
+def test_an_unreadable_paused_run_does_not_stop_the_check(sessions_dir: Path) -> None:
+    """A broken ``.run`` sidecar never stops the check of its session."""
+    path = write_lines(sessions_dir / "p.jsonl", ['{"role":"user","content":"hi"}'])
+    (sessions_dir / "p.jsonl.run").write_text("{not json")
+    assert all(problem.line is None for problem in check_file(path))
