@@ -27,6 +27,11 @@ STORE = "session/store.py"
 ENGINE = "watch/engine.py"
 LOCKING = "core/locking.py"
 CHECK = "tools/check.py"
+TURNS = "history/turns.py"
+_GUESS = (
+    "how many items the first read of a turn search asks for, and how fast it grows: a search "
+    "reads on until it has the turns asked for (long turns are tested), the same turns"
+)
 _FIRST_LOOK = (
     "set again by the first look before it is read (a follower starts, and starts over, with a full read)"
 )
@@ -143,4 +148,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (CHECK, "NumberReplacer", "return sorted(problems, key=lambda problem: problem.line or 0)"): (
         "lines count from 1: a problem without a line sorts first with 0 or -1"
     ),
+    # history/turns.py
+    (TURNS, "NumberReplacer", "_FIRST_GUESS = 8"): _GUESS,
+    (TURNS, "NumberReplacer", "wanted *= 4"): _GUESS,
 }  # fmt: skip

@@ -9,12 +9,14 @@ user message: ``turn_limit=1`` once returned 8 items beginning mid-turn at a
 from __future__ import annotations
 
 import asyncio
+import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jsonl_session import JSONLSession
+from jsonl_session.history.turns import TooFewTurnsError
 
 
 def long_turn(question: str, calls: int) -> list[dict[str, Any]]:
@@ -83,3 +85,17 @@ def test_turn_limit_and_a_settings_limit_do_not_mix(sessions_dir: Path) -> None:
         JSONLSession("s", sessions_dir, turn_limit=1, session_settings={"limit": 5})
     for settings in ({"limit": None}, {"limit": -1}, None):  # no limit at all
         assert JSONLSession("s", sessions_dir, turn_limit=1, session_settings=settings).turn_limit == 1
+
+
+@pytest.mark.parametrize(("count", "says"), [(1, "has 1 turn;"), (2, "has 2 turns;")])
+def test_too_few_turns_says_how_many_and_crosses_processes(sessions_dir: Path, count: int, says: str) -> None:
+    """Catches (mutation testing): "1 turns", and a pickled error that lost its message."""
+    session = JSONLSession("s", sessions_dir)
+    for number in range(count):
+        turn = [{"role": "user", "content": f"q{number}"}, {"role": "assistant", "content": "a"}]
+        session.add_items_sync(turn)
+    with pytest.raises(TooFewTurnsError) as raised:
+        session.rewind_sync(5)
+    assert says in str(raised.value) and str(raised.value).endswith("cannot rewind 5")
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert (type(copy), str(copy), copy.count) == (TooFewTurnsError, str(raised.value), count)
