@@ -140,6 +140,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "without it the locked block opens the file itself: the same file and bytes"
     ),
     (LOCKING, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
+    (LOCKING, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
+    (LOCKING, "NumberReplacer", "for _ in range(100):"): (
+        "how often a lock retries when the file is replaced under it each time: 99 or 101 "
+        "replacements in a row never happen outside a test that does only that"
+    ),
+    (LOCKING, "NumberReplacer", "self._token = 0"): (
+        "the token an async block starts with is replaced by `next(TOKENS)` before any use"
+    ),
     # tools/check.py
     (CHECK, "ExceptionReplacer", "except FileNotFoundError:"): (
         "only a sidecar another process removed between the listing and the `unlink`: a race "
