@@ -24,6 +24,7 @@ _ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
 STORAGE = "core/storage.py"
 CODEC = "core/codec.py"
 STORE = "session/store.py"
+_GC = "when and which generation is collected after a pause: the same objects are freed, sooner or later"
 ENGINE = "watch/engine.py"
 LOCKING = "core/locking.py"
 CHECK = "tools/check.py"
@@ -77,15 +78,29 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "which no file system does without a patched interpreter"
     ),
     # core/codec.py
+    (CODEC, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
+    (CODEC, "NumberReplacer", "_DIGIT_MASK = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))"): (
+        "the byte a non-digit becomes (31 or 33 for 32) is never searched for (the digit range "
+        "itself is killed by a test)"
+    ),
+    (CODEC, "NumberReplacer", "_CHECK_PIECE = 16 * 1024"): (
+        "the size of the pieces the digit check translates at a time: the overlap keeps runs "
+        "across boundaries (tested at every offset around one), the same answer"
+    ),
+    (CODEC, "ReplaceComparisonOperator_LtE_Gt", "if size <= _CHECK_PIECE:"): (
+        "small data then goes through the loop of pieces and big data through one translation: "
+        "the same answer either way"
+    ),
+    (CODEC, "ReplaceFalseWithTrue", "def __init__(self, *, young_collection_after: bool = False) -> None:"): _GC,
+    (CODEC, "AddNot", "if self._collect:"): _GC,
+    (CODEC, "NumberReplacer", "item = items[0]"): "a list of one item: its first is its last",
     (CODEC, "NumberReplacer", "if type(items) is list and len(items) == 1 and type(items[0]) is dict:"): (
         "a list of one item: its first is its last"
     ),
     (CODEC, "ReplaceComparisonOperator_LtE_Lt", "if size <= _CHECK_PIECE:"): (
         "data of exactly one piece goes through the loop of pieces once: the same check"
     ),
-    (CODEC, "NumberReplacer", "gc.collect(1)"): (
-        "which generation is collected after a pause: the same objects are freed, sooner or later"
-    ),
+    (CODEC, "NumberReplacer", "gc.collect(1)"): _GC,
     # session/store.py
     (STORE, "NumberReplacer", "_INLINE_FILE_BYTES = 64 * 1024"): _INLINE,
     (STORE, "ReplaceBinaryOperator_Mul_Div", "_INLINE_FILE_BYTES = 64 * 1024"): _INLINE,

@@ -78,3 +78,13 @@ def test_reading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> 
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("start", range(16 * 1024 - 24, 16 * 1024 + 4))
+def test_a_long_number_is_found_wherever_it_falls_and_a_shorter_one_is_not(start: int) -> None:
+    """Catches (mutation testing): the pieces' overlap one byte short (a 19-digit run across a
+    piece boundary went to orjson, which cannot read it exactly), a run of 18 taken for 19,
+    ``/`` or ``:`` counted as digits, or every block sent to the slow parser."""
+    filler = b'{"a":"' + b"x" * start
+    assert codec.has_long_digit_run(filler + b"1" * 19 + b'"}')
+    assert not codec.has_long_digit_run(filler + b"/" + b"1" * 18 + b':"}')
