@@ -17,6 +17,26 @@ from lock_helpers import shared_lock_elsewhere
 from jsonl_session import JSONLSession
 
 
+async def ticks_during(call: Callable[[], Awaitable[object]]) -> int:
+    """How many times another task ran on the loop while ``call`` was awaited."""
+    ticks = 0
+    done = False
+
+    async def tick() -> None:
+        nonlocal ticks
+        while not done:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0)  # the ticker is running
+    start = ticks
+    await call()
+    done = True
+    await ticker
+    return ticks - start
+
+
 def test_every_read_shares_the_lock_with_another_reader(sessions_dir: Path) -> None:
     """Catches: ``get_items``, ``get_items_sync`` or ``count_items_sync`` taking the exclusive
     lock: each then waited for every reader in another process."""
@@ -39,23 +59,14 @@ def test_a_big_read_leaves_the_loop_serving_other_tasks(sessions_dir: Path) -> N
     session = JSONLSession("big", sessions_dir)
 
     async def main() -> int:
-        ticks = 0
-        done = asyncio.Event()
+        reads: list[object] = []
 
-        async def tick() -> None:
-            nonlocal ticks
-            while not done.is_set():
-                ticks += 1
-                await asyncio.sleep(0)
+        async def read() -> None:
+            reads.append(await session.get_items())
 
-        ticker = asyncio.create_task(tick())
-        await asyncio.sleep(0)  # the ticker is running
-        start = ticks
-        read = await session.get_items()
-        done.set()
-        await ticker
-        assert read == items
-        return ticks - start
+        ticks = await ticks_during(read)
+        assert reads == [items]
+        return ticks
 
     # On the loop, only the lock's own awaits let the ticker in (a handful); in a thread the
     # interpreter hands the loop a turn every few milliseconds of the read.
@@ -75,24 +86,6 @@ def test_a_call_with_nothing_to_do_yields_to_the_loop_once(sessions_dir: Path) -
     """Catches: the one yield of ``get_items(0)`` and ``add_items([])`` made a timer (``sleep(1)``):
     the other task then ran for as long as the timer, not once."""
     session = JSONLSession("s", sessions_dir)
-
-    async def ticks_during(call: Callable[[], Awaitable[object]]) -> int:
-        ticks = 0
-        done = False
-
-        async def tick() -> None:
-            nonlocal ticks
-            while not done:
-                ticks += 1
-                await asyncio.sleep(0)
-
-        ticker = asyncio.create_task(tick())
-        await asyncio.sleep(0)
-        start = ticks
-        await call()
-        done = True
-        await ticker
-        return ticks - start
 
     async def main() -> list[int]:
         return [
