@@ -79,6 +79,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     # core/codec.py
     (CODEC, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
+    (CODEC, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
     (CODEC, "NumberReplacer", "_DIGIT_MASK = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))"): (
         "the byte a non-digit becomes (31 or 33 for 32) is never searched for (the digit range "
         "itself is killed by a test)"
