@@ -175,4 +175,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     # history/turns.py
     (TURNS, "NumberReplacer", "_FIRST_GUESS = 8"): _GUESS,
     (TURNS, "NumberReplacer", "wanted *= 4"): _GUESS,
+    (TURNS, "NumberReplacer", 'return (type(self), (self.path, self.count, self.reason.split("cannot ", 1)[1]))'): (
+        "the message holds `cannot ` once: splitting at most twice gives the same second part"
+    ),
 }  # fmt: skip
