@@ -152,9 +152,9 @@ NOTES = """\
   them, and `--again` re-ran only the survivors with the new tests: a module marked *re-run*
   counts both runs' kills. A module not marked re-run still lists the survivors of its first
   run, some of which later tests kill (checked by hand, not by a run).
-- `core/locking.py` and `tools/check.py` were re-run for only part of their survivors before
-  time ran out, and so was `core/codec.py` with its last test (the digit run at piece
-  boundaries): their rows are the runs that finished; `history/usage.py` and
+- `core/locking.py` was re-run for only part of its survivors before time ran out, and so
+  was `core/codec.py` with its last test (the digit run at piece boundaries): their rows are
+  the runs that finished; `history/usage.py` and
   `transfer/folders.py` are **partial** first runs, stopped for time; `core/undo_buffer.py`
   ran once, last (its 5 unreasoned survivors sit in the copy of removals over 64 MiB and in the
   hand copy used without `copy_file_range`); `core/scanner.py` and `core/async_locking.py` were

@@ -178,6 +178,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (CHECK, "NumberReplacer", "return sorted(problems, key=lambda problem: problem.line or 0)"): (
         "lines count from 1: a problem without a line sorts first with 0 or -1"
     ),
+    (CHECK, "ReplaceComparisonOperator_Gt_GtE", 'if line.count(b"[") + line.count(b"{") > codec.MAX_DEPTH:'): (
+        "the bracket count only decides whether to walk the item: one more line walked, the same answer"
+    ),
     # history/turns.py
     (TURNS, "NumberReplacer", "_FIRST_GUESS = 8"): _GUESS,
     (TURNS, "NumberReplacer", "wanted *= 4"): _GUESS,
