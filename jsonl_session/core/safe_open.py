@@ -39,8 +39,8 @@ def fsync_directory(directory: StrPath) -> None:
         os.close(fd)
 
 
-def open_regular(path: StrPath) -> int | None:
-    """A read-only descriptor of the regular file at ``path``, or None if there is none.
+def open_regular(path: StrPath) -> tuple[int, os.stat_result] | None:
+    """A read-only descriptor of the regular file at ``path`` and its ``fstat``, or None if there is none.
 
     For the small files beside a session, read without a lock of their own: a symlink or a
     FIFO put there is refused, never followed or waited on.
@@ -57,12 +57,13 @@ def open_regular(path: StrPath) -> int | None:
             raise UnsafePathError(path, "is a symlink; refusing to follow it") from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        held = os.fstat(fd)
+        if not stat.S_ISREG(held.st_mode):
             raise UnsafePathError(path, "is not a regular file; refusing to read it")
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, held
 
 
 def open_file(path: StrPath, *, write: bool, create: bool, durable: bool) -> tuple[int, bool, bool]:

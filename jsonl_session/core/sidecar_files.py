@@ -110,11 +110,12 @@ def read_json(path: Path) -> Any:
         UnsafePathError: a symlink or other non-regular file sits at ``path``.
         SessionFileError: the file is not valid JSON (say which file; it is not touched).
     """
-    fd = open_regular(path)
-    if fd is None:
+    opened = open_regular(path)
+    if opened is None:
         return None
+    fd, held = opened
     try:
-        data = reads.read_range(fd, 0, os.fstat(fd).st_size)
+        data = reads.read_range(fd, 0, held.st_size)
     finally:
         os.close(fd)
     try:

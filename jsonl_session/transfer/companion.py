@@ -201,11 +201,11 @@ def from_redis(fields: dict[Any, Any]) -> Metadata:
 
 
 def _read(path: Path) -> Entry | None:
-    fd = open_regular(path)
-    if fd is None:
+    opened = open_regular(path)
+    if opened is None:
         return None
+    fd, held = opened
     try:
-        held = os.fstat(fd)
         return Entry(reads.read_range(fd, 0, held.st_size), stat.S_IMODE(held.st_mode), held.st_mtime_ns)
     finally:
         os.close(fd)
