@@ -187,6 +187,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (TURNS, "NumberReplacer", 'return (type(self), (self.path, self.count, self.reason.split("cannot ", 1)[1]))'): (
         "the message holds `cannot ` once: splitting at most twice gives the same second part"
     ),
+    (TURNS, "NumberReplacer", "if turns <= 0 or size == 0:"): (
+        "the empty file's shortcut: without it the read finds no item and returns the same `[]`; "
+        "a one-byte file holds no item either (the smallest, `{}`, has two)"
+    ),
+    (TURNS, "NumberReplacer", "if size == 0:"): (
+        "the empty file's shortcut: without it the scan finds no user message and raises the same "
+        "`TooFewTurnsError` with 0 turns; a one-byte file holds no item either"
+    ),
+    (TURNS, "ReplaceComparisonOperator_GtE_Gt", "if len(starts) >= turns or at_start:"): (
+        "with exactly enough user messages it reads a bigger batch first: `starts[-turns]` is the "
+        "same message, the same truncation"
+    ),
     # core/undo_buffer.py
     (UNDO, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
     (UNDO, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,

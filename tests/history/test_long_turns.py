@@ -9,13 +9,14 @@ user message: ``turn_limit=1`` once returned 8 items beginning mid-turn at a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, MalformedLineError
 from jsonl_session.history.turns import TooFewTurnsError
 
 
@@ -99,3 +100,52 @@ def test_too_few_turns_says_how_many_and_crosses_processes(sessions_dir: Path, c
     assert says in str(raised.value) and str(raised.value).endswith("cannot rewind 5")
     copy = pickle.loads(pickle.dumps(raised.value))
     assert (type(copy), str(copy), copy.count) == (TooFewTurnsError, str(raised.value), count)
+
+
+def test_turn_limit_zero_returns_no_items(sessions_dir: Path) -> None:
+    """Catches (mutation testing): ``turn_limit=0`` read as "from the first user message"."""
+    JSONLSession("s", sessions_dir).add_items_sync([SYSTEM, *long_turn("first", 2), *long_turn("second", 2)])
+    session = JSONLSession("s", sessions_dir, turn_limit=0)
+    assert session.get_items_sync() == []
+    assert asyncio.run(session.get_items()) == []
+
+
+@pytest.mark.parametrize("calls", [6, 40], ids=["20-items", "122-items"])
+def test_rewind_of_a_long_turn_whose_last_line_has_no_newline(sessions_dir: Path, calls: int) -> None:
+    """A hand-edited file often ends without a newline; its last line is still an item.
+
+    Catches (mutation testing): the batch taken for the whole file when the unterminated last
+    item is counted the wrong way, which made the rewind fail with "has 0 turns".
+    """
+    first, second = long_turn("first", 2), long_turn("second", calls)
+    path = sessions_dir / "s.jsonl"
+    JSONLSession("s", sessions_dir).add_items_sync([SYSTEM, *first, *second])
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    session = JSONLSession("s", sessions_dir)
+    assert session.rewind_sync(1) == second
+    assert session.get_items_sync() == [SYSTEM, *first]
+
+
+def test_rewind_over_a_malformed_line_names_its_problem(sessions_dir: Path) -> None:
+    """Catches (mutation testing): the parser's account of the line replaced by "invalid line"."""
+    path = sessions_dir / "s.jsonl"
+    JSONLSession("s", sessions_dir).add_items_sync(long_turn("first", 1))
+    with path.open("ab") as file:
+        file.write(b'{"role": "user", "content": oops}\n{"role": "assistant", "content": "a"}\n')
+    before = path.read_bytes()
+    with pytest.raises(MalformedLineError) as raised:
+        JSONLSession("s", sessions_dir).rewind_sync(1)
+    assert "not valid JSON" in str(raised.value) and raised.value.line == 6
+    assert path.read_bytes() == before
+
+
+def test_turn_text_is_cut_to_sixty_characters_and_turns_are_frozen(sessions_dir: Path) -> None:
+    """Catches (mutation testing): another width for a turn's text; a turn that could be changed
+    (it is a value: hashable, safe to keep in a set or as a key)."""
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync([{"role": "user", "content": "word " * 40}, {"role": "assistant", "content": "a"}])
+    (turn,) = session.turns()
+    assert len(turn.text) == 60 and turn.text.endswith("…") and turn.text.startswith("word word")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        turn.end = 5  # type: ignore[misc]
+    assert {turn: "first"}[session.turns()[0]] == "first"
