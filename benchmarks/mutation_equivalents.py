@@ -181,6 +181,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (CHECK, "ReplaceComparisonOperator_Gt_GtE", 'if line.count(b"[") + line.count(b"{") > codec.MAX_DEPTH:'): (
         "the bracket count only decides whether to walk the item: one more line walked, the same answer"
     ),
+    (CHECK, "ReplaceAndWithOr", "if fix and any(problem.fixable and not problem.fixed for problem in problems if problem.line):"): (
+        "with nothing fixable the replay fix drops nothing and writes nothing (it compares the "
+        "encodings of the same items): one more locked read, the same problems and file"
+    ),
+    (CHECK, "ReplaceContinueWithBreak", "continue"): (
+        "the `continue`s after `FileNotFoundError`: only a file another process removed between the "
+        "listing and the `lstat`/`unlink`, a race no test can time without patching `os` (the "
+        "other `continue`s are killed by tests)"
+    ),
     # history/turns.py
     (TURNS, "NumberReplacer", "_FIRST_GUESS = 8"): _GUESS,
     (TURNS, "NumberReplacer", "wanted *= 4"): _GUESS,

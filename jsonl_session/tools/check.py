@@ -223,13 +223,14 @@ def _fix_for_replay(path: Path, problems: list[Problem], lock_timeout: float) ->
     """Drop the lines the replay lint may drop (``replay_fix``); each is then reported as fixed.
 
     Line numbers stay those of the file as it was read (a writer only appends meanwhile, which
-    renumbers nothing): ``check`` without ``fix`` shows exactly these lines first.
+    renumbers nothing): ``check`` without ``fix`` shows exactly these lines first. A dropped
+    line's other problems go with it (a duplicate id on an orphaned reasoning item).
     """
     from .replay_fix import drop_fixable
 
     dropped = drop_fixable(path, awaiting=_awaiting_approval(path), lock_timeout=lock_timeout)
     gone = {problem.line for problem in dropped}
-    kept = [seen for seen in problems if not seen.fixable or seen.fixed or seen.line not in gone]
+    kept = [seen for seen in problems if seen.line not in gone]
     return [*kept, *(Problem(path, drop.line, f"{drop.reason}; dropped", True, True) for drop in dropped)]
 
 

@@ -136,3 +136,22 @@ def test_a_temporary_file_whose_session_is_gone_is_found_by_a_folder_check(
     assert run(sessions_dir, "check", "kept").code == 0  # named sessions: only theirs
     assert run(sessions_dir, "check", "--fix").code == 0
     assert temp_files(sessions_dir) == []
+
+
+def test_a_live_temporary_file_does_not_hide_the_orphans_after_it(
+    sessions_dir: Path, writers: list[PausedWriter]
+) -> None:
+    """Catches (mutation testing): the scan stopping at the first live temporary file, and the
+    removed orphan reported as not fixable."""
+    from jsonl_session.tools.check import stray_temp_problems
+
+    JSONLSession("s", sessions_dir).add_items_sync([ITEM])
+    writers.append(PausedWriter(sessions_dir, "s", "rewrite"))
+    (live,) = temp_files(sessions_dir)
+    (sessions_dir / "s.jsonl").unlink()  # its session removed by hand while the rewrite waits
+    orphan = sessions_dir / ".s.jsonl.ffffffff.tmp"  # sorts after the live one
+    orphan.write_text("{}\n")
+    found = {problem.path: problem for problem in stray_temp_problems(sessions_dir, fix=True)}
+    assert sorted(path.name for path in found) == [".s.jsonl.ffffffff.tmp", "s.jsonl.times"]
+    assert (found[orphan].fixable, found[orphan].fixed) == (True, True)
+    assert temp_files(sessions_dir) == [live]

@@ -271,3 +271,66 @@ def test_an_unreadable_paused_run_does_not_stop_the_check(sessions_dir: Path) ->
     path = write_lines(sessions_dir / "p.jsonl", ['{"role":"user","content":"hi"}'])
     (sessions_dir / "p.jsonl.run").write_text("{not json")
     assert all(problem.line is None for problem in check_file(path))
+
+
+def test_a_problem_is_a_value(sessions_dir: Path) -> None:
+    """Catches (mutation testing): a problem that could be changed once reported (and not hashed)."""
+    [problem] = check_file(sessions_dir / "missing.jsonl")
+    with pytest.raises(AttributeError):
+        problem.fixed = True  # type: ignore[misc]
+    assert {problem} == set(check_file(sessions_dir / "missing.jsonl"))
+
+
+def test_what_cannot_be_read_is_named_with_the_systems_words(sessions_dir: Path) -> None:
+    """Catches (mutation testing): the error escaping the check, or shown as its whole repr."""
+    (sessions_dir / "d.jsonl").mkdir(parents=True)
+    [problem] = check_file(sessions_dir / "d.jsonl")
+    assert (problem.line, problem.reason) == (None, "not checked: Is a directory")
+
+
+def test_an_item_exactly_as_deep_as_can_be_written_passes(sessions_dir: Path) -> None:
+    """Catches (mutation testing): the deepest item a rewrite can write reported as too deep."""
+    deep: object = "bottom"
+    for _ in range(codec.MAX_DEPTH - 1):  # in the item's object: MAX_DEPTH levels
+        deep = [deep]
+    item = {"role": "user", "content": deep, "extra": []}  # enough brackets to be walked
+    assert codec.depth_of(item) == codec.MAX_DEPTH
+    JSONLSession("d", sessions_dir).add_items_sync([item])  # the library writes it
+    assert check_file(sessions_dir / "d.jsonl") == []
+
+
+def test_fix_leaves_a_hand_written_file_alone_when_nothing_is_fixable(sessions_dir: Path) -> None:
+    """``--fix`` with only problems a person must decide does not rewrite the file: its hand
+    formatting stays (a rewrite would write every line in the library's compact form)."""
+    path = write_lines(sessions_dir / "h.jsonl", [json.dumps(json.loads(USER)), json.dumps(json.loads(CALL))])
+    before = path.read_bytes()
+    [problem] = check_file(path, fix=True)
+    assert (problem.line, problem.fixed) == (2, False)
+    assert path.read_bytes() == before
+
+
+def test_a_call_a_paused_run_waits_on_is_not_reported(sessions_dir: Path) -> None:
+    """Catches (mutation testing): the paused run's call ids compared with the call's type."""
+    path = write_lines(sessions_dir / "p.jsonl", [USER, CALL])
+    run_file = sessions_dir / "p.jsonl.run"
+    run_file.write_text(json.dumps({"pending": [{"tool": "lookup", "call_id": "call_1"}], "state": {}}))
+    assert check_file(path) == []
+    run_file.unlink()
+    assert [problem.line for problem in check_file(path)] == [2]
+
+
+def test_a_folder_check_names_kept_edits_of_gone_sessions_only(sessions_dir: Path) -> None:
+    """A kept edit of a live session is that session's problem (named once, by its check).
+    Catches (mutation testing): the gone-session filter turned around."""
+    from jsonl_session.tools.check import stray_temp_problems
+    from jsonl_session.tools.leftovers import kept_edit_name
+
+    JSONLSession("live", sessions_dir).add_items_sync([json.loads(USER)])
+    live_copy = kept_edit_name(sessions_dir / "live.jsonl")
+    gone_copy = kept_edit_name(sessions_dir / "gone.jsonl")
+    for copy in (live_copy, gone_copy):
+        copy.write_text(USER + "\n")
+    assert [problem.path for problem in stray_temp_problems(sessions_dir)] == [gone_copy]
+    result = run(sessions_dir, "check")
+    assert result.code == 1
+    assert (result.out.count(f"{live_copy}: "), result.out.count(f"{gone_copy}: ")) == (1, 1)

@@ -180,6 +180,23 @@ def test_fix_drops_only_what_needs_no_decision_and_reports_the_rest(sessions_dir
     assert [problem.fixed for problem in check_file(path, fix=True)] == [False, False, False]
 
 
+def test_fix_reports_nothing_left_on_a_line_it_dropped(sessions_dir: Path) -> None:
+    """A dropped line takes its other problems with it: ``--fix`` once reported a duplicate id on
+    the line it had just removed (and exited 1 on a file it had repaired). Found by mutation testing.
+    """
+    later = {**REASONING, "summary": [{"type": "summary_text", "text": "again"}]}
+    path = write(sessions_dir, [USER, REASONING, ANSWER, later])
+    assert [(line, fixable) for line, _, fixable in found(path)] == [(4, False), (4, True)]
+    problems = check_file(path, fix=True)
+    assert [(problem.line, problem.fixed) for problem in problems] == [(4, True)]
+    assert problems[0].fixable and problems[0].reason.endswith("; dropped")
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [USER, REASONING, ANSWER]
+    assert check_file(path) == []
+    write(sessions_dir, [USER, REASONING, ANSWER, later], name="c")
+    fixed = run(sessions_dir, "check", "c", "--fix")
+    assert (fixed.code, fixed.out.count("\n")) == (0, 1), fixed.out + fixed.err
+
+
 def test_fix_leaves_the_file_alone_when_a_line_is_not_an_item(sessions_dir: Path) -> None:
     path = write(sessions_dir, [USER, REASONING, USER])
     path.write_bytes(path.read_bytes() + b"{oops\n")
