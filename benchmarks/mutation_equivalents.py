@@ -226,6 +226,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (UNDO, "ReplaceBinaryOperator_BitOr_BitAnd", "return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)"): (
         "without O_RDWR the unnamed file cannot be made and the removal is kept in memory: put back the same"
     ),
+    (UNDO, "ReplaceBinaryOperator_Sub_Add", "done = os.pwrite(target, os.pread(source, min(_CHUNK, length - copied), start + copied), copied)"): (
+        "a removal always runs to the end of the file: a piece asked too long reads only the bytes "
+        "that are left, the same ones"
+    ),
+    (UNDO, "NumberReplacer", "if done == 0:"): (
+        "`-1` (the one-byte case is killed by a test): a copy of nothing happens only if the file "
+        "is shorter than the bytes to keep, which the lock held through the removal rules out"
+    ),
+    (UNDO, "ReplaceBreakWithContinue", "break"): (
+        "a read of nothing happens only past the end of the file, which the removal's bounds "
+        "(taken under the lock) rule out"
+    ),
     (UNDO, "ExceptionReplacer", "except (AttributeError, OSError):"): (
         "reached only where O_TMPFILE is missing (macOS) or refused by the file system, not on the "
         "Linux file systems the tests run on"

@@ -78,3 +78,26 @@ def test_another_copy_error_falls_back_to_memory(tmp_path: Path, monkeypatch: py
     removed, after = cut_and_restore(tmp_path, body, folder=tmp_path)
     assert after == HEAD + body
     assert removed._spill is None and removed._data == body
+
+
+def test_a_removal_over_64_mib_is_copied_in_pieces_from_where_each_begins(tmp_path: Path) -> None:
+    """The kernel copies at most 64 MiB at a time; the last piece here is a single byte, and the
+    removal begins past 64 MiB (a sparse start: the test writes only what is removed).
+
+    Catches (mutation testing): the second piece read from before the removal (``start -
+    copied``), and a one-byte piece taken for the end of the file (the spill given up)."""
+    start, size = 65 * 1024 * 1024, 64 * 1024 * 1024 + 1
+    body = (bytes(range(251)) * (size // 251 + 1))[:size]  # where each byte came from shows
+    fd = os.open(tmp_path / "s.jsonl", os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.ftruncate(fd, start)
+        os.write(fd, body)
+        removed = Removed(fd, tmp_path, start, start + size)
+        os.ftruncate(fd, start)
+        removed.restore(fd)
+        assert os.fstat(fd).st_size == start + size
+        assert os.pread(fd, size, start) == body
+        assert removed._spill is not None, "kept in memory: the spill failed"
+        removed.close()
+    finally:
+        os.close(fd)
