@@ -273,8 +273,16 @@ def run_module(module: str, *, timeout: float | None, last: dict[str, Any] | Non
     """Mutate one module in a scratch copy, run its tests per mutant; its score and survivors.
 
     With ``last`` (the module's previous result), only its survivors run again: what new tests
-    kill is added to what the last run killed."""
-    again = None if last is None else {(s["operator"], code_of(s["diff"][0][1:])) for s in last["survivors"]}
+    kill is added to what the last run killed. Survivors already reasoned equivalent are kept
+    as they are, not run (each costs a whole test run, and no test can kill them)."""
+    carried, again = [], None
+    if last is not None:
+        carried = [s for s in last["survivors"] if _key(module, s) in EQUIVALENT]
+        again = {
+            (s["operator"], code_of(s["diff"][0][1:]))
+            for s in last["survivors"]
+            if _key(module, s) not in EQUIVALENT
+        }
     tests = [test for test in TESTS[module] if (ROOT / test).exists()]
     work = scratch_copy()
     try:
@@ -316,10 +324,17 @@ def run_module(module: str, *, timeout: float | None, last: dict[str, Any] | Non
             )
         result = summarise(module, session, time.monotonic() - started, skipped)
         if last is not None:
-            result["killed"] += last["killed"]
-            result["incompetent"] += last["incompetent"]
+            # A line's other mutants of the same operator ran again too (they share its name)
+            # and died again: only the survivors that died now are new kills.
+            newly_killed = len(last["survivors"]) - len(carried) - len(result["survivors"])
+            result["survivors"] = sorted(
+                [*result["survivors"], *carried], key=lambda entry: (entry["line"], entry["operator"])
+            )
+            result["survived"] = len(result["survivors"])
+            result["killed"] = last["killed"] + newly_killed
+            result["incompetent"] = last["incompetent"]
             result["planned"], result["skipped"] = last["planned"], last["skipped"]
-            result["seconds"] += last["seconds"]
+            result["seconds"] = None if last.get("seconds") is None else result["seconds"] + last["seconds"]
             result["score"] = round(100 * result["killed"] / (result["killed"] + result["survived"]), 1)
             result["rerun"] = True
         return result
