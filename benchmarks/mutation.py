@@ -136,7 +136,11 @@ TESTS: dict[str, list[str]] = {
         "tests/history/test_turn_growth.py",
         "tests/history/test_turns.py",
     ],
-    "history/usage.py": ["tests/history/test_usage_rewind_redo.py", "tests/history/test_usage_runs.py"],
+    "history/usage.py": [
+        "tests/history/test_usage_counters.py",
+        "tests/history/test_usage_rewind_redo.py",
+        "tests/history/test_usage_runs.py",
+    ],
     "transfer/folders.py": [
         "tests/transfer/test_all_per_session.py",
         "tests/transfer/test_transfer_all.py",

@@ -29,6 +29,7 @@ ENGINE = "watch/engine.py"
 LOCKING = "core/locking.py"
 CHECK = "tools/check.py"
 TURNS = "history/turns.py"
+USAGE = "history/usage.py"
 UNDO = "core/undo_buffer.py"
 _PIECE = "the size of each piece copied or read: the loop goes on until every byte is there, the same bytes"
 _TO_THE_END = (
@@ -207,6 +208,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (TURNS, "ReplaceComparisonOperator_GtE_Gt", "if len(starts) >= turns or at_start:"): (
         "with exactly enough user messages it reads a bigger batch first: `starts[-turns]` is the "
         "same message, the same truncation"
+    ),
+    # history/usage.py (the 0 -> 1/-1 swaps on these lines are killed by tests)
+    (USAGE, "NumberReplacer", "counters = {name: _int(get(name, 0)) for name in COUNTERS[:4]}"): (
+        "`COUNTERS[:5]` also reads `cached_tokens`, which the next line overwrites from its details"
+    ),
+    (USAGE, "NumberReplacer", "if recorded is None or any(total.get(name, 0) < recorded.get(name, 0) for name in COUNTERS):"): (
+        "a recorded counter that is missing read as -1: the comparison changes only for a negative "
+        "total, and counters are never negative"
+    ),
+    (USAGE, "ReplaceAndWithOr", "if entry is not None and entry[0] is dead:"): (
+        "CPython calls a weak reference's callback as the last reference goes, so the entry's "
+        "reference is always the dead one: no other object can take the id before"
     ),
     # core/undo_buffer.py
     (UNDO, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
