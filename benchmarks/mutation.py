@@ -54,6 +54,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "core/codec.py": [
         "tests/core/test_codec_limits.py",
+        "tests/core/test_full_read_pieces.py",
         "tests/session/test_parsing.py",
         "tests/core/test_unstorable_values.py",
         "tests/session/test_contract.py",

@@ -191,6 +191,26 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "listing and the `lstat`/`unlink`, a race no test can time without patching `os` (the "
         "other `continue`s are killed by tests)"
     ),
+    # core/codec.py
+    (CODEC, "AddNot", "if size <= _CHECK_PIECE:"): (
+        "a small block checked in pieces is one piece; a big one checked whole finds the same runs: "
+        "only the cache-friendly split differs"
+    ),
+    (CODEC, "NumberReplacer", "overlap = len(_LONG_DIGIT_RUN) - 1"): (
+        "a wider overlap checks a few bytes twice: the same runs found (the narrower one is killed)"
+    ),
+    (CODEC, "ReplaceBinaryOperator_Sub_Add", "overlap = len(_LONG_DIGIT_RUN) - 1"): (
+        "a wider overlap checks a few bytes twice: the same runs found"
+    ),
+    (CODEC, "ReplaceContinueWithBreak", "continue"): (
+        "`depth_of`'s: only the value itself can be a scalar (children are pushed only if "
+        "containers), so a scalar popped is the last and `break` ends the loop as `continue` does "
+        "(`_walk`'s is killed by tests)"
+    ),
+    (CODEC, "ReplaceFalseWithTrue", "parts.append(json.dumps(current, ensure_ascii=False, default=repr))"): (
+        "only integers beyond 64 bits reach `json.dumps` (a reader returns nothing else orjson "
+        "cannot write): no text to escape"
+    ),
     # history/turns.py
     (TURNS, "NumberReplacer", "_FIRST_GUESS = 8"): _GUESS,
     (TURNS, "NumberReplacer", "wanted *= 4"): _GUESS,

@@ -88,3 +88,97 @@ def test_a_long_number_is_found_wherever_it_falls_and_a_shorter_one_is_not(start
     filler = b'{"a":"' + b"x" * start
     assert codec.has_long_digit_run(filler + b"1" * 19 + b'"}')
     assert not codec.has_long_digit_run(filler + b"/" + b"1" * 18 + b':"}')
+
+
+@pytest.mark.parametrize("item", [5, "text", [{"role": "user"}], None])
+def test_a_single_item_that_is_not_an_object_is_refused(tmp_path: Path, item: object) -> None:
+    """Catches (mutation testing): the one-item fast path taken for anything but a dict, which
+    stored ``5`` as a line of its own (it reads back equal)."""
+    session = JSONLSession("s", tmp_path)
+    with pytest.raises(ItemNotStorableError, match="an item must be a dict"):
+        session.add_items_sync([item])  # type: ignore[list-item]
+    assert session.get_items_sync() == []
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        ({"a": [1, "x", None]}, {"a": [1, "x", None]}, True),
+        (1, 1.0, False),  # the same number to ==, not the same JSON
+        (True, 1, False),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}, False),  # key order is part of the line
+        ({"a": 1}, {"b": 1}, False),
+        ([1, 2], [1, 2, 3], False),
+        ({"a": [1, {"b": "x"}]}, {"a": [1, {"b": "y"}]}, False),
+    ],
+)
+def test_identical_is_the_same_json_type_for_type(first: object, second: object, same: bool) -> None:
+    """Catches (mutation testing): a type, a key or a value that differs taken for the same."""
+    assert codec.identical(first, second) is same
+    assert codec.identical(second, first) is same
+
+
+def test_what_orjson_cannot_print_is_printed_exactly_by_hand() -> None:
+    """A line deeper than orjson writes, or with an integer beyond 64 bits, still prints.
+
+    Catches (mutation testing): the big integer's error escaping, a key escaped to ASCII (orjson
+    writes UTF-8), and the comma between list values written as a JSON string."""
+    value = {"héllo": [2**70, -(2**70)], "é": {"k": 2**70}}
+    expected = '{"héllo":[1180591620717411303424,-1180591620717411303424],"é":{"k":1180591620717411303424}}'
+    assert codec.dumps_any(value) == expected.encode()
+    assert orjson.loads(codec.dumps_any([[1, 2], [3]])) == [[1, 2], [3]]
+
+
+@pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 2**65, -(2**64)])
+def test_an_integer_just_beyond_64_bits_is_named_as_such(value: int) -> None:
+    """Catches (mutation testing): the 64-bit bounds moved, which gave the vaguer orjson message."""
+    with pytest.raises(ItemNotStorableError) as raised:
+        codec.encode_items([{"role": "user", "n": value}])
+    assert str(raised.value).endswith(
+        "item['n'] is an integer beyond 64 bits, which orjson cannot write exactly"
+    )
+
+
+def test_a_key_that_is_not_a_string_is_named() -> None:
+    """Catches (mutation testing): the keys of an object never looked at."""
+    with pytest.raises(ItemNotStorableError) as raised:
+        codec.encode_items([{"role": "user", "meta": {"ok": 1, 7: "seven"}}])
+    assert str(raised.value).endswith("item['meta'] has a key 7 that is not a str")
+
+
+def chain(levels: int, bottom: object) -> dict[str, object]:
+    """``{"a": {"a": ... bottom}}``: ``bottom`` under ``levels`` keys."""
+    item: object = bottom
+    for _ in range(levels):
+        item = {"a": item}
+    return item  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("levels", "shown"),
+    [
+        (6, "item" + "['a']" * 6),
+        (7, "item" + "['a']" * 6 + "…(1 more)"),
+        (30, "item" + "['a']" * 6 + "…(24 more)"),
+    ],
+)
+def test_a_bad_values_path_names_six_segments_then_how_many_more(levels: int, shown: str) -> None:
+    """Catches (mutation testing): five or seven segments shown, a "…(0 more)" on a path of six,
+    the count of the rest added up wrong."""
+    with pytest.raises(ItemNotStorableError) as raised:
+        codec.encode_items([chain(levels, (1,))])
+    assert str(raised.value).endswith(f": {shown} is a tuple, which would read back as a list")
+
+
+def test_the_deepest_storable_item_is_stored_and_one_level_more_is_refused_with_its_path() -> None:
+    """The item is level 1; the first container deeper than ``MAX_DEPTH`` is named by its path.
+
+    Catches (mutation testing): the item counted as level 2, a child two levels down, and the
+    limit itself refused."""
+    assert codec.encode_items([chain(codec.MAX_DEPTH - 1, {})])  # MAX_DEPTH objects
+    with pytest.raises(ItemNotStorableError) as raised:
+        codec.encode_items([chain(codec.MAX_DEPTH, {})])
+    path = "item" + "['a']" * 6 + f"…({codec.MAX_DEPTH - 6} more)"
+    assert str(raised.value).endswith(
+        f": {path} is nested more than {codec.MAX_DEPTH} levels deep, the most orjson writes (docs/format.md)"
+    )

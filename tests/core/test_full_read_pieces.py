@@ -94,3 +94,23 @@ def test_one_long_line_is_scanned_once_not_once_per_piece(
     assert lines == [line, b'{"n":12345678901234567890}', b""]
     assert long_numbers
     assert checked < 2 * path.stat().st_size
+
+
+def test_a_long_number_that_begins_a_big_piece_is_read_exactly(
+    session: JSONLSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A piece over 16 KiB is checked for 19-digit runs in smaller pieces of its own; the run
+    here begins at the piece's first byte, so only the piece's own check can see all 19 digits.
+
+    Catches (mutation testing): the piece's check starting at its second byte (orjson then read
+    the number, below the smallest 64-bit integer, as a rounded float)."""
+    monkeypatch.setattr(reads, "_SPLIT_PIECE", 32 * 1024)
+    number = -9_999_999_999_999_999_999  # 19 digits, beyond 64 bits
+    head = b'{"pad":"' + b"x" * (32 * 1024 - 8 - 3 - 6) + b'"}\n'
+    second = b'{"n":-' + str(-number).encode() + b"}\n"
+    session.path.parent.mkdir(parents=True, exist_ok=True)
+    tail = b'{"pad":"' + b"y" * 20_000 + b'"}\n'  # the second piece is over 16 KiB too
+    session.path.write_bytes(head + second + tail)
+    assert len(head) + len(b'{"n":-') == 32 * 1024
+    [_, item, _] = session.get_items_sync()
+    assert type(item["n"]) is int and item["n"] == number
