@@ -18,7 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 
-from .locking import BUSY, DEFAULT_LOCK_TIMEOUT, TOKENS, FileHandle, check_lock_timeout
+from .locking import BUSY, DEFAULT_LOCK_TIMEOUT, MISSING, TOKENS, FileHandle, check_lock_timeout
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -85,15 +85,22 @@ class AsyncLocked:
         if self._yield_first:
             await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
         handle = self._handle
-        if self._create and handle.fd is None and handle.durable:  # a durable create: fsync in a thread
-            from . import worker_threads  # here, not at import time: the CLI never needs threads
-
-            await worker_threads.run(handle.open_ahead, self._write)
+        # A durable create fsyncs the folder, which the loop never waits for: the file is
+        # created ahead in a worker thread, and the lock is taken without creating it.
+        in_thread = self._create and handle.durable
+        if in_thread and handle.fd is None:
+            await _open_ahead(handle, self._write)
         token = self._token
+        create = self._create and not in_thread
         try:
-            fd = handle.try_lock(self, token, self._write, self._create, threading.get_ident())
+            fd = handle.try_lock(self, token, self._write, create, threading.get_ident())
             if fd == BUSY:  # held by another process (or task): wait without blocking the loop
-                fd = await handle.lock_polling(self, token, self._write, self._create, self._timeout)
+                fd = await handle.lock_polling(self, token, self._write, create, self._timeout)
+            if fd == MISSING and in_thread:  # deleted while the handle held it open: create it ahead too
+                await _open_ahead(handle, self._write)
+                fd = handle.try_lock(self, token, self._write, True, threading.get_ident())
+                if fd == BUSY:
+                    fd = await handle.lock_polling(self, token, self._write, True, self._timeout)
             return fd
         except BaseException as error:
             handle.release(token)  # cancelled, or a signal, after the lock was taken
@@ -182,3 +189,10 @@ class _YieldOnce(tuple):  # type: ignore[type-arg]
 
 
 _YIELD_ONCE: Awaitable[None] = _YieldOnce((None,))  # type: ignore[assignment]
+
+
+async def _open_ahead(handle: FileHandle, write: bool) -> None:
+    """Open (creating) the file in a worker thread: a durable create fsyncs the folder."""
+    from . import worker_threads  # here, not at import time: the CLI never needs threads
+
+    await worker_threads.run(handle.open_ahead, write)

@@ -22,8 +22,9 @@ from cli_helpers import skip_unless_required
 from jsonl_session import JSONLSession
 
 WRITES = """
-import asyncio, sys
+import asyncio, os, sys
 from jsonl_session import JSONLSession
+print(os.getpid(), flush=True)  # the main thread's id (strace names threads by id)
 session = JSONLSession("made_elsewhere", sys.argv[1], durable=sys.argv[2] == "durable")
 item = {"role": "user", "content": "hi"}
 {calls}
@@ -43,6 +44,11 @@ CALLS = {
 
 def folder_fsyncs(folder: Path, calls: str, *, durable: bool = True) -> int:
     """How many times a process making ``calls`` fsyncs ``folder`` (strace names each descriptor)."""
+    return len(folder_fsync_threads(folder, calls, durable=durable)[1])
+
+
+def folder_fsync_threads(folder: Path, calls: str, *, durable: bool = True) -> tuple[int, list[int]]:
+    """The main thread's id in a process making ``calls``, and the thread of each fsync of ``folder``."""
     strace = shutil.which("strace")
     if strace is None:
         skip_unless_required("strace is not installed (Debian: apt-get install strace)", "STRACE")
@@ -50,7 +56,7 @@ def folder_fsyncs(folder: Path, calls: str, *, durable: bool = True) -> int:
         skip_unless_required("strace cannot trace here (ptrace is not allowed)", "STRACE")
     log = folder.parent / "strace.log"
     script = WRITES.replace("{calls}", calls)
-    subprocess.run(
+    ran = subprocess.run(
         [
             strace,
             "-f",
@@ -68,10 +74,14 @@ def folder_fsyncs(folder: Path, calls: str, *, durable: bool = True) -> int:
         ],
         check=True,
         timeout=60,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     # Not ">)": a call another thread interrupts is logged as "fsync(3</path> <unfinished ...>".
-    pattern = re.compile(r"\bf(?:data)?sync\(\d+<" + re.escape(str(folder.resolve())) + r">")
-    return sum(1 for line in log.read_text().splitlines() if pattern.search(line))
+    # With -f each line starts with the id of the thread that made the call.
+    pattern = re.compile(r"^(\d+) +f(?:data)?sync\(\d+<" + re.escape(str(folder.resolve())) + r">")
+    threads = [int(found[1]) for line in log.read_text().splitlines() if (found := pattern.search(line))]
+    return int(ran.stdout.split()[0]), threads
 
 
 def made_elsewhere(folder: Path) -> Path:
@@ -115,3 +125,25 @@ def test_a_session_made_durable_after_construction_still_fsyncs_the_folder(tmp_p
     folder.mkdir()
     calls = "session.add_items_sync([item]); session.durable = True; " + CALLS["add_items"]
     assert folder_fsyncs(folder, calls, durable=False) == 1  # created without it, so synced later
+
+
+def test_an_async_create_fsyncs_the_folder_off_the_loops_thread(tmp_path: Path) -> None:
+    """The loop never waits for an fsync: ``await add_items`` that creates a durable session
+    opens the file, and fsyncs its folder, in a worker thread.
+
+    Catches (mutation testing): the open ahead made without ``create``, or skipped when the
+    handle's last descriptor was writable, which left the creation and its folder fsync to the
+    loop's own thread."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    main, threads = folder_fsync_threads(folder, CALLS["add_items"])
+    assert len(threads) == 1 and threads[0] != main
+    # Created again after a close (the handle remembers a writable descriptor) and a deletion.
+    again = "session.add_items_sync([item]); session.close(); os.unlink(session.path); " + CALLS["add_items"]
+    main, threads = folder_fsync_threads(folder, again)
+    assert len(threads) == 2 and threads[0] == main and threads[1] != main
+    # Deleted by hand while the handle still holds the old file open (found while reasoning
+    # about the mutants above: this creation ran on the loop's thread).
+    deleted = "session.add_items_sync([item]); os.unlink(session.path); " + CALLS["add_items"]
+    main, threads = folder_fsync_threads(folder, deleted)
+    assert len(threads) == 2 and threads[0] == main and threads[1] != main
