@@ -94,6 +94,7 @@ TESTS: dict[str, list[str]] = {
         "tests/core/test_concurrency.py",
     ],
     "core/async_locking.py": [
+        "tests/core/test_folder_durability.py",
         "tests/session/test_async_cancel.py",
         "tests/core/test_locking.py",
         "tests/core/test_lock_kept_exception.py",

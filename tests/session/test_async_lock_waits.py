@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -232,3 +233,34 @@ def test_whole_folder_export_and_import_wait_on_the_loop(sessions_dir: Path, tmp
     )
     assert sorted(outcome.status for outcome in imported[0]) == ["copied"] * CALLS
     assert [copy.get_items_sync() for copy in copies] == [session.get_items_sync() for session in sessions]
+
+
+def test_an_async_call_waits_for_a_blocking_block_of_another_thread(sessions_dir: Path) -> None:
+    """A ``with session.locked()`` block in another thread is waited for, as another process's
+    lock is; only a blocking block of the loop's own thread is a re-entry (it could never end).
+
+    Catches (mutation testing): any blocking block taken for one of the loop's thread, which
+    raised ``LockReentryError`` at once."""
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync(TURNS[:1])
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with session.locked(write=True, create=False):
+            held.set()
+            release.wait()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        held.wait()
+
+        async def main() -> None:
+            asyncio.get_running_loop().call_later(0.2, release.set)  # the call waits meanwhile
+            await session.add_items(TURNS[1:2])
+
+        asyncio.run(main())
+    finally:
+        release.set()
+        thread.join()
+    assert session.get_items_sync() == TURNS[:2]
