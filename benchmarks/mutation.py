@@ -147,6 +147,7 @@ TESTS: dict[str, list[str]] = {
         "tests/transfer/test_all_per_session.py",
         "tests/transfer/test_transfer_all.py",
         "tests/transfer/test_incremental.py",
+        "tests/transfer/test_metadata_travels.py",
     ],
 }
 
