@@ -171,6 +171,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     (LOCKING, "ReplaceFalseWithTrue", "self._writable = False"): _BEFORE_OPEN,
     (LOCKING, "NumberReplacer", "self._identity = (0, 0)"): _BEFORE_OPEN,
+    (LOCKING, "ReplaceFalseWithTrue", "self.folder_unsynced = False"): (
+        "the first `_open` sets it before any write can read it (the reset in `sync_folder_once` "
+        "is killed by the fsync counts)"
+    ),
+    (LOCKING, "NumberReplacer", "await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))"): (
+        "`-1.0`: `asyncio.sleep` returns at once for any delay up to 0, as for 0 (`1.0` is killed "
+        "by the count of attempts)"
+    ),
     (LOCKING, "NumberReplacer", "self.size = 0"): (
         "read only after a lock that found the file, which sets it (a missing file gives `MISSING`, "
         "and no caller reads the size then)"
