@@ -145,6 +145,7 @@ TESTS: dict[str, list[str]] = {
         "tests/history/test_usage_runs.py",
     ],
     "transfer/folders.py": [
+        "tests/transfer/test_folder_copy_edges.py",
         "tests/transfer/test_all_per_session.py",
         "tests/transfer/test_transfer_all.py",
         "tests/transfer/test_incremental.py",

@@ -1,0 +1,107 @@
+"""Whole-folder copies at their edges: progress, sessions the SDK wrote alone, a lock held
+elsewhere, a file already up to date, sidecars grown after the export.
+
+Each test here kills a mutant that survived the whole suite (issue 29, mutation testing);
+the docstrings name them. Against the real backends of ``test_incremental``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from cli_helpers import redis_url  # noqa: F401  (a fixture)
+from lock_helpers import shared_lock_elsewhere
+from pg_helpers import postgres_url  # noqa: F401  (a fixture)
+from test_incremental import add_remote, url  # noqa: F401  (a fixture)
+from test_transfer_all import files, make_folder
+
+from jsonl_session import JSONLSession, SessionDirectory
+from jsonl_session.transfer.folders import export_all, import_all
+
+pytestmark = pytest.mark.sdk
+pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
+
+
+def test_progress_counts_every_session_once_from_zero(url: str, tmp_path: Path) -> None:  # noqa: F811
+    """Catches: the count of sessions done starting at 1 (PostgreSQL's batches)."""
+    folder = tmp_path / "sessions"
+    make_folder(folder, 5)
+    seen: list[tuple[int, int]] = []
+    asyncio.run(
+        export_all(SessionDirectory(folder), url, progress=lambda done, total: seen.append((done, total)))
+    )
+    assert seen[0] == (0, 5) and seen[-1] == (5, 5)
+    assert all(total == 5 for _, total in seen) and [done for done, _ in seen] == sorted(
+        done for done, _ in seen
+    )
+    seen.clear()
+    back = tmp_path / "back"
+    asyncio.run(
+        import_all(url, SessionDirectory(back), progress=lambda done, total: seen.append((done, total)))
+    )
+    assert seen[0] == (0, 5) and seen[-1] == (5, 5)
+
+
+def test_a_session_the_sdk_wrote_alone_is_imported(url: str, tmp_path: Path) -> None:  # noqa: F811
+    """A session an application wrote through the SDK has no companion (nothing is known of its
+    sidecars). Catches: the per-session companion look made on every backend, not only Redis."""
+    add_remote(url, "app", [{"role": "user", "content": "from the app"}])
+    back = tmp_path / "back"
+    [outcome] = asyncio.run(import_all(url, SessionDirectory(back)))
+    assert (outcome.session_id, outcome.status, outcome.items) == ("app", "copied", 1)
+    assert JSONLSession("app", back).get_items_sync() == [{"role": "user", "content": "from the app"}]
+
+
+def test_an_import_waits_for_a_reader_elsewhere_and_changes_nothing(tmp_path: Path) -> None:
+    """An import rewrites the file: it takes the exclusive lock, so a reader in another process
+    holding the shared one makes it wait (here: give up, the file untouched).
+
+    Catches: the import's rewrite made under the shared lock, beside the other reader."""
+    folder = tmp_path / "sessions"
+    make_folder(folder, 1)
+    database = f"sqlite:///{tmp_path / 'all.db'}"
+    asyncio.run(export_all(SessionDirectory(folder), database))
+    add_remote(database, "s000", [{"role": "user", "content": "more"}])
+    before = files(folder)
+    with shared_lock_elsewhere(folder / "s000.jsonl"):
+        [outcome] = asyncio.run(import_all(database, SessionDirectory(folder, lock_timeout=0.3)))
+    assert outcome.status == "failed" and "lock not acquired" in outcome.detail
+    assert files(folder) == before
+
+
+def test_an_up_to_date_file_keeps_its_own_time(tmp_path: Path) -> None:
+    """An import that writes nothing touches nothing: not even the file's time.
+
+    Catches: the exported time put back on a file the import did not write."""
+    folder = tmp_path / "sessions"
+    make_folder(folder, 1)
+    database = f"sqlite:///{tmp_path / 'all.db'}"
+    asyncio.run(export_all(SessionDirectory(folder), database))
+    path = folder / "s000.jsonl"
+    os.utime(path, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    [outcome] = asyncio.run(import_all(database, SessionDirectory(folder)))
+    assert outcome.status == "skipped"
+    assert path.stat().st_mtime_ns == 1_700_000_000_000_000_000
+
+
+def test_items_put_back_as_exported_bring_the_exported_sidecars(tmp_path: Path) -> None:
+    """When an import makes the file exactly what was exported, its sidecars become the
+    exported ones too, even one that grew here since (a round trip is identical under diff).
+
+    Catches: a grown sidecar kept although the items written are the exported ones."""
+    folder = tmp_path / "sessions"
+    make_folder(folder, 1)
+    usage = folder / "s000.jsonl.usage"
+    usage.write_text('{"requests": 1}\n')
+    database = f"sqlite:///{tmp_path / 'all.db'}"
+    asyncio.run(export_all(SessionDirectory(folder), database))
+    exported = files(folder)["s000"]
+    JSONLSession("s000", folder).pop_item_sync()
+    usage.write_text('{"requests": 1}\n{"requests": 2}\n')  # grew after the export
+    [outcome] = asyncio.run(import_all(database, SessionDirectory(folder)))
+    assert outcome.status == "appended"
+    assert files(folder)["s000"] == exported
+    assert usage.read_text() == '{"requests": 1}\n'
