@@ -25,6 +25,10 @@ _AHEAD = (
 )
 _BEFORE_OPEN = "set by the first `_open`, which every first lock makes (there is no descriptor yet)"
 
+_SPLIT = (
+    "how many sessions are copied at once and how they are cut into batches: each session is "
+    "copied the same way, all or nothing, whatever the split (a split of 0 is raised to 1)"
+)
 _ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
 
 STORAGE = "core/storage.py"
@@ -36,6 +40,7 @@ LOCKING = "core/locking.py"
 CHECK = "tools/check.py"
 TURNS = "history/turns.py"
 USAGE = "history/usage.py"
+FOLDERS = "transfer/folders.py"
 UNDO = "core/undo_buffer.py"
 _PIECE = "the size of each piece copied or read: the loop goes on until every byte is there, the same bytes"
 _TO_THE_END = (
@@ -272,6 +277,19 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (USAGE, "ReplaceAndWithOr", "if entry is not None and entry[0] is dead:"): (
         "CPython calls a weak reference's callback as the last reference goes, so the entry's "
         "reference is always the dead one: no other object can take the id before"
+    ),
+    # transfer/folders.py
+    (FOLDERS, "NumberReplacer", "CONCURRENCY = 8"): _SPLIT,
+    (FOLDERS, "NumberReplacer", "lanes = max(1, concurrency // 2)"): _SPLIT,
+    (FOLDERS, "ReplaceBinaryOperator_FloorDiv_Mul", "lanes = max(1, concurrency // 2)"): _SPLIT,
+    (FOLDERS, "NumberReplacer", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (FOLDERS, "ReplaceUnaryOperator_USub_Invert", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (FOLDERS, "ReplaceUnaryOperator_USub_Not", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (FOLDERS, "ReplaceUnaryOperator_Delete_USub", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (FOLDERS, "NumberReplacer", "semaphore = asyncio.Semaphore(max(1, concurrency))"): _SPLIT,
+    (FOLDERS, "ReplaceTrueWithFalse", "backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True"): (
+        "`maybe_there=False` only skips Redis's quick first look: the look under WATCH that "
+        "follows finds the same (one more round trip)"
     ),
     # core/undo_buffer.py
     (UNDO, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,

@@ -105,3 +105,32 @@ def test_items_put_back_as_exported_bring_the_exported_sidecars(tmp_path: Path) 
     assert outcome.status == "appended"
     assert files(folder)["s000"] == exported
     assert usage.read_text() == '{"requests": 1}\n'
+
+
+def test_a_row_the_database_refuses_fails_its_session_alone_in_a_batch(tmp_path: Path) -> None:
+    """Sessions go to SQL databases in batches, one transaction each; a row the database
+    refuses (here a trigger an application added) spoils its batch, which is then written
+    session by session, so that only that session fails.
+
+    Catches: the data error raised (stopping the whole run) and other errors retried instead."""
+    pytest.importorskip("aiosqlite")
+    import sqlite3
+
+    folder = tmp_path / "sessions"
+    make_folder(folder, 2)
+    database = tmp_path / "all.db"
+    target = f"sqlite+aiosqlite:///{database}"
+    asyncio.run(export_all(SessionDirectory(folder), target))  # the tables exist now
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON agent_messages WHEN NEW.message_data LIKE '%poison%' "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the application'); END"
+        )
+    for session_id in ("a", "p", "z"):
+        content = "poison" if session_id == "p" else "fine"
+        JSONLSession(session_id, folder).add_items_sync([{"role": "user", "content": content}])
+    outcomes = {
+        outcome.session_id: outcome for outcome in asyncio.run(export_all(SessionDirectory(folder), target))
+    }
+    assert outcomes["p"].status == "failed" and "refused by the application" in outcomes["p"].detail
+    assert (outcomes["a"].status, outcomes["z"].status) == ("copied", "copied")
