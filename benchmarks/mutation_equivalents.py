@@ -287,6 +287,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (FOLDERS, "ReplaceUnaryOperator_USub_Not", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
     (FOLDERS, "ReplaceUnaryOperator_Delete_USub", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
     (FOLDERS, "NumberReplacer", "semaphore = asyncio.Semaphore(max(1, concurrency))"): _SPLIT,
+    (FOLDERS, "AddNot", "if sql_store.supported(backend.handle):"): (
+        "PostgreSQL and SQLite then go through the SDK's own calls, which copy the same items and "
+        "companion as the batch (tested on SQLite); the databases that need them do not run here"
+    ),
     (FOLDERS, "ReplaceTrueWithFalse", "backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True"): (
         "`maybe_there=False` only skips Redis's quick first look: the look under WATCH that "
         "follows finds the same (one more round trip)"

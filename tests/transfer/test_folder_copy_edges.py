@@ -133,4 +133,45 @@ def test_a_row_the_database_refuses_fails_its_session_alone_in_a_batch(tmp_path:
         outcome.session_id: outcome for outcome in asyncio.run(export_all(SessionDirectory(folder), target))
     }
     assert outcomes["p"].status == "failed" and "refused by the application" in outcomes["p"].detail
+    assert outcomes["p"].items == 0  # nothing of it was written
     assert (outcomes["a"].status, outcomes["z"].status) == ("copied", "copied")
+
+
+def test_the_sdks_own_calls_copy_as_the_batches_do(tmp_path: Path) -> None:
+    """Databases without a batched path (MySQL, ...) get each session through the SDK's own
+    ``SQLAlchemySession`` calls. None of them runs here, so the same calls run on SQLite:
+    a first copy, an up-to-date re-run, growth, an empty session, a destination that differs.
+
+    Catches: the up-to-date check turned around (written again or never), the empty session
+    never stored."""
+    pytest.importorskip("aiosqlite")
+    from test_incremental import remote_items
+
+    from jsonl_session.transfer import sql_store
+    from jsonl_session.transfer.backends import open_backend
+    from jsonl_session.transfer.folders import _through_the_sdk, prepare
+
+    target = f"sqlite+aiosqlite:///{tmp_path / 'sdk.db'}"
+    first, more = [{"role": "user", "content": "q"}], [{"role": "assistant", "content": "a"}]
+
+    async def copy(session_id: str, items: list[object], *, replace: bool = False) -> tuple[str, int]:
+        async with open_backend(target) as backend:
+            await prepare(backend)
+            outcome = await _through_the_sdk(backend, sql_store.Job(session_id, items, {}), replace)
+            return outcome.status, outcome.items
+
+    assert asyncio.run(copy("s", first)) == ("copied", 1)
+    assert asyncio.run(copy("s", first)) == ("skipped", 1)
+    assert asyncio.run(copy("s", first + more)) == ("appended", 1)
+    assert remote_items(target, "s") == first + more
+    assert asyncio.run(copy("s", more))[0] == "differs"
+    assert remote_items(target, "s") == first + more
+    assert asyncio.run(copy("s", more, replace=True))[0] == "replaced"
+    assert remote_items(target, "s") == more
+    assert asyncio.run(copy("empty", []))[1] == 0  # stored, though it cannot tell it was not there
+
+    async def ids() -> list[str]:
+        async with open_backend(target) as backend:
+            return sorted((await backend.listing())[0])
+
+    assert asyncio.run(ids()) == ["empty", "s"]
