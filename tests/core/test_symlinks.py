@@ -92,3 +92,21 @@ def test_library_entry_points_refuse_a_symlinked_session(planted: Path) -> None:
     with pytest.raises(UnsafePathError):
         SessionDirectory(planted).delete("link")
     assert (planted.parent / "private.jsonl").read_text() == OUTSIDE
+
+
+def test_an_open_session_swapped_for_a_symlink_to_its_own_file_is_refused(tmp_path: Path) -> None:
+    """The session's file is replaced by a symlink to the very inode the session holds open
+    (hard-linked elsewhere first): the next write must see a symlink, not the same file.
+
+    Catches (mutation testing): the lock's identity check following symlinks, which took the
+    link for the file it held and wrote through it."""
+    session = JSONLSession("s", tmp_path)
+    session.add_items_sync([{"role": "user", "content": "one"}])
+    elsewhere = tmp_path / "elsewhere.data"
+    elsewhere.hardlink_to(session.path)
+    session.path.unlink()
+    session.path.symlink_to(elsewhere)
+    before = elsewhere.read_bytes()
+    with pytest.raises(UnsafePathError, match="symlink"):
+        session.add_items_sync([{"role": "user", "content": "two"}])
+    assert elsewhere.read_bytes() == before
