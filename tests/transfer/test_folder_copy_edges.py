@@ -175,3 +175,21 @@ def test_the_sdks_own_calls_copy_as_the_batches_do(tmp_path: Path) -> None:
             return sorted((await backend.listing())[0])
 
     assert asyncio.run(ids()) == ["empty", "s"]
+
+
+def test_an_error_not_about_one_session_stops_the_run_and_the_waiting_sessions(tmp_path: Path) -> None:
+    """An error that is not about one session's data (here the file system refuses a write:
+    a folder sits where a sidecar goes) stops the whole run; the sessions still waiting for
+    their turn are cancelled, not copied after the error was raised.
+
+    Catches: the waiting sessions left running (they were all imported behind the error)."""
+    folder = tmp_path / "sessions"
+    make_folder(folder, 5)
+    database = f"sqlite:///{tmp_path / 'all.db'}"
+    asyncio.run(export_all(SessionDirectory(folder), database))
+    back = tmp_path / "back"
+    back.mkdir()
+    (back / "s001.jsonl.times").mkdir()
+    with pytest.raises(IsADirectoryError):
+        asyncio.run(import_all(database, SessionDirectory(back), concurrency=1))
+    assert not {"s003", "s004"} & set(files(back))
