@@ -182,7 +182,8 @@ def test_an_error_not_about_one_session_stops_the_run_and_the_waiting_sessions(t
     a folder sits where a sidecar goes) stops the whole run; the sessions still waiting for
     their turn are cancelled, not copied after the error was raised.
 
-    Catches: the waiting sessions left running (they were all imported behind the error)."""
+    Catches: the waiting sessions left running (they were all imported behind the error), or
+    left to the caller's loop."""
     folder = tmp_path / "sessions"
     make_folder(folder, 5)
     database = f"sqlite:///{tmp_path / 'all.db'}"
@@ -190,6 +191,24 @@ def test_an_error_not_about_one_session_stops_the_run_and_the_waiting_sessions(t
     back = tmp_path / "back"
     back.mkdir()
     (back / "s001.jsonl.times").mkdir()
-    with pytest.raises(IsADirectoryError):
-        asyncio.run(import_all(database, SessionDirectory(back), concurrency=1))
+
+    async def run_then_let_the_rest_finish() -> None:
+        with pytest.raises(IsADirectoryError):
+            await import_all(database, SessionDirectory(back), concurrency=1)
+        others = asyncio.all_tasks() - {asyncio.current_task()}
+        await asyncio.gather(*others, return_exceptions=True)  # whatever was left running ends
+
+    asyncio.run(run_then_let_the_rest_finish())
     assert not {"s003", "s004"} & set(files(back))
+
+
+def test_an_empty_session_imported_anew_is_copied_with_no_items(tmp_path: Path) -> None:
+    """Catches: the empty session's outcome counting an item it does not have."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "empty.jsonl").write_bytes(b"")
+    database = f"sqlite:///{tmp_path / 'all.db'}"
+    asyncio.run(export_all(SessionDirectory(folder), database))
+    [outcome] = asyncio.run(import_all(database, SessionDirectory(tmp_path / "back")))
+    assert (outcome.session_id, outcome.status, outcome.items) == ("empty", "copied", 0)
+    assert (tmp_path / "back" / "empty.jsonl").read_bytes() == b""
