@@ -291,6 +291,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (FOLDERS, "ReplaceUnaryOperator_USub_Not", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
     (FOLDERS, "ReplaceUnaryOperator_Delete_USub", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
     (FOLDERS, "NumberReplacer", "semaphore = asyncio.Semaphore(max(1, concurrency))"): _SPLIT,
+    (FOLDERS, "ReplaceUnaryOperator_USub_UAdd", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (FOLDERS, "NumberReplacer", "return (await sql_store.export_batch(backend.handle, [job], replace=replace))[0]"): (
+        "a batch of one job returns one outcome: its first is its last"
+    ),
     (FOLDERS, "AddNot", "if sql_store.supported(backend.handle):"): (
         "PostgreSQL and SQLite then go through the SDK's own calls, which copy the same items and "
         "companion as the batch (tested on SQLite); the databases that need them do not run here"

@@ -212,3 +212,34 @@ def test_an_empty_session_imported_anew_is_copied_with_no_items(tmp_path: Path) 
     [outcome] = asyncio.run(import_all(database, SessionDirectory(tmp_path / "back")))
     assert (outcome.session_id, outcome.status, outcome.items) == ("empty", "copied", 0)
     assert (tmp_path / "back" / "empty.jsonl").read_bytes() == b""
+
+
+def test_sessions_that_fail_count_no_items(tmp_path: Path) -> None:
+    """A session that cannot be read here, a row whose id no file can have, an item no line can
+    hold exactly: each fails with 0 items copied, or all of its items counted as not imported.
+
+    Catches: a failed outcome counting 1 or -1 items; an item this format cannot store raising
+    out of the import instead of failing its session with "nothing imported"."""
+    import sqlite3
+
+    folder = tmp_path / "sessions"
+    make_folder(folder, 1)
+    (folder / "bad.jsonl").write_bytes(b'{"role": "user"}\nnot json\n')
+    database = tmp_path / "all.db"
+    outcomes = {
+        o.session_id: o for o in asyncio.run(export_all(SessionDirectory(folder), f"sqlite:///{database}"))
+    }
+    assert (outcomes["bad"].status, outcomes["bad"].items) == ("failed", 0)
+    big = '{"role": "user", "content": "n", "n": 123456789012345678901234567890}'
+    with sqlite3.connect(database) as db:
+        db.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('', '{}')")
+        db.execute("INSERT INTO agent_sessions (session_id) VALUES ('big')")
+        db.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('big', ?)", (big,))
+        db.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('big', '{}')")
+    back = tmp_path / "back"
+    imported = asyncio.run(import_all(f"sqlite:///{database}", SessionDirectory(back)))
+    foreign = [o for o in imported if o.status == "failed" and o.session_id != "big"]  # the empty id
+    assert len(foreign) == 1 and foreign[0].items == 0
+    [too_big] = [o for o in imported if o.session_id == "big"]
+    assert (too_big.status, too_big.items) == ("failed", 2)
+    assert too_big.detail.endswith("; nothing imported") and not (back / "big.jsonl").exists()
