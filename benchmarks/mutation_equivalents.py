@@ -29,6 +29,10 @@ _SPLIT = (
     "how many sessions are copied at once and how they are cut into batches: each session is "
     "copied the same way, all or nothing, whatever the split (a split of 0 is raised to 1)"
 )
+_THERE = (
+    "which backends list their sessions first: Redis without the list only looks once more "
+    "(a round trip); the SQL paths ignore `maybe_there`"
+)
 _ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
 
 STORAGE = "core/storage.py"
@@ -294,6 +298,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (FOLDERS, "ReplaceUnaryOperator_USub_UAdd", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
     (FOLDERS, "NumberReplacer", "return (await sql_store.export_batch(backend.handle, [job], replace=replace))[0]"): (
         "a batch of one job returns one outcome: its first is its last"
+    ),
+    (FOLDERS, "ReplaceFalseWithTrue", "backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True"): (
+        "every caller passes `replace`: the default is never used"
+    ),
+    (FOLDERS, "ReplaceComparisonOperator_Eq_NotEq", 'there = set(await backend.session_ids()) if backend.flavour == "redis" else None'): _THERE,
+    (FOLDERS, "AddNot", 'there = set(await backend.session_ids()) if backend.flavour == "redis" else None'): _THERE,
+    (FOLDERS, "ReplaceTrueWithFalse", "await asyncio.gather(*tasks, return_exceptions=True)"): (
+        "the error that stopped the run is already set on its task, so this gather raises that "
+        "same error at once; the cancelled tasks end as the loop runs them (a test drains them)"
     ),
     (FOLDERS, "AddNot", "if sql_store.supported(backend.handle):"): (
         "PostgreSQL and SQLite then go through the SDK's own calls, which copy the same items and "

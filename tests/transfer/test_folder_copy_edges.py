@@ -69,6 +69,7 @@ def test_an_import_waits_for_a_reader_elsewhere_and_changes_nothing(tmp_path: Pa
     with shared_lock_elsewhere(folder / "s000.jsonl"):
         [outcome] = asyncio.run(import_all(database, SessionDirectory(folder, lock_timeout=0.3)))
     assert outcome.status == "failed" and "lock not acquired" in outcome.detail
+    assert outcome.detail.startswith(str(folder / "s000.jsonl"))  # our own errors: no class name
     assert files(folder) == before
 
 
@@ -132,7 +133,9 @@ def test_a_row_the_database_refuses_fails_its_session_alone_in_a_batch(tmp_path:
     outcomes = {
         outcome.session_id: outcome for outcome in asyncio.run(export_all(SessionDirectory(folder), target))
     }
-    assert outcomes["p"].status == "failed" and "refused by the application" in outcomes["p"].detail
+    assert outcomes["p"].status == "failed"
+    assert outcomes["p"].detail.startswith("IntegrityError: ")  # whose error it is
+    assert "refused by the application" in outcomes["p"].detail
     assert outcomes["p"].items == 0  # nothing of it was written
     assert (outcomes["a"].status, outcomes["z"].status) == ("copied", "copied")
 
