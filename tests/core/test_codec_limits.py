@@ -96,7 +96,7 @@ def test_a_single_item_that_is_not_an_object_is_refused(tmp_path: Path, item: ob
     stored ``5`` as a line of its own (it reads back equal)."""
     session = JSONLSession("s", tmp_path)
     with pytest.raises(ItemNotStorableError, match="an item must be a dict"):
-        session.add_items_sync([item])  # type: ignore[list-item]
+        session.add_items_sync([item])
     assert session.get_items_sync() == []
 
 

@@ -96,7 +96,10 @@ def test_a_resumed_runs_share_is_counted_per_counter_even_when_a_line_lacks_one(
 
 def test_totals_count_a_missing_counter_as_zero() -> None:
     """Catches: a log line without a counter read as 1 (session totals) or -1 (turn totals)."""
-    records = [{"requests": 1, "turn": 1, "turn_sha256": None}, {"input_tokens": 5, "turn": 1}]
+    records: list[dict[str, Any]] = [
+        {"requests": 1, "turn": 1, "turn_sha256": None},
+        {"input_tokens": 5, "turn": 1},
+    ]
     totals = session_usage(records)
     assert totals is not None
     assert {name: totals[name] for name in COUNTERS} == {**ZEROS, "requests": 1, "input_tokens": 5}

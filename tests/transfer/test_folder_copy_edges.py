@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import redis_url  # noqa: F401  (a fixture)
@@ -157,7 +158,7 @@ def test_the_sdks_own_calls_copy_as_the_batches_do(tmp_path: Path) -> None:
     target = f"sqlite+aiosqlite:///{tmp_path / 'sdk.db'}"
     first, more = [{"role": "user", "content": "q"}], [{"role": "assistant", "content": "a"}]
 
-    async def copy(session_id: str, items: list[object], *, replace: bool = False) -> tuple[str, int]:
+    async def copy(session_id: str, items: list[Any], *, replace: bool = False) -> tuple[str, int]:
         async with open_backend(target) as backend:
             await prepare(backend)
             outcome = await _through_the_sdk(backend, sql_store.Job(session_id, items, {}), replace)
