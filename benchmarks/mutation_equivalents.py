@@ -308,6 +308,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the error that stopped the run is already set on its task, so this gather raises that "
         "same error at once; the cancelled tasks end as the loop runs them (a test drains them)"
     ),
+    (FOLDERS, "ReplaceTrueWithFalse", "existed: bool = True,"): (
+        "the one caller that leaves `existed` out (a single import) refuses an empty session "
+        "first, and `existed` only decides an empty session's outcome"
+    ),
+    (FOLDERS, "ReplaceFalseWithTrue", "replace: bool = False,"): "every caller passes `replace`: the default is never used",
     (FOLDERS, "AddNot", "if sql_store.supported(backend.handle):"): (
         "PostgreSQL and SQLite then go through the SDK's own calls, which copy the same items and "
         "companion as the batch (tested on SQLite); the databases that need them do not run here"

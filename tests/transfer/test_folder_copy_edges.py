@@ -247,3 +247,16 @@ def test_sessions_that_fail_count_no_items(tmp_path: Path) -> None:
     [too_big] = [o for o in imported if o.session_id == "big"]
     assert (too_big.status, too_big.items) == ("failed", 2)
     assert too_big.detail.endswith("; nothing imported") and not (back / "big.jsonl").exists()
+
+
+def test_an_export_reads_beside_a_reader_elsewhere(tmp_path: Path) -> None:
+    """An export only reads the files: it shares the lock with other readers, never waits for them.
+
+    Catches: the export's read made under the exclusive lock (it gave up beside a reader)."""
+    folder = tmp_path / "sessions"
+    make_folder(folder, 1)
+    with shared_lock_elsewhere(folder / "s000.jsonl"):
+        [outcome] = asyncio.run(
+            export_all(SessionDirectory(folder, lock_timeout=0.3), f"sqlite:///{tmp_path / 'all.db'}")
+        )
+    assert outcome.status == "copied", outcome.detail
