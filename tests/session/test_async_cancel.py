@@ -306,3 +306,23 @@ def test_a_worker_raising_stop_iteration_reaches_its_caller(session: JSONLSessio
     with pytest.raises(RuntimeError, match="StopIteration"):
         asyncio.run(main())
     assert_lock_is_free(session)
+
+
+def test_work_handed_to_a_thread_needs_the_lock_held_once(session: JSONLSession) -> None:
+    """``finish_in_thread`` hands the held lock to a worker that releases it: without the lock
+    it would run the work unlocked, and a second hand-over would release it twice.
+
+    Catches (mutation testing): the guard satisfied by one of its two conditions alone."""
+
+    async def main() -> None:
+        unheld = session.locked_async(write=True, create=True)  # never entered: holds nothing
+        with pytest.raises(RuntimeError, match="needs the lock this block holds, once"):
+            await unheld.finish_in_thread(list)
+        block = session.locked_async(write=True, create=True)
+        async with block:
+            assert await block.finish_in_thread(list) == []
+            with pytest.raises(RuntimeError, match="needs the lock this block holds, once"):
+                await block.finish_in_thread(list)
+        assert another_process_can_lock(session.path)
+
+    asyncio.run(main())
