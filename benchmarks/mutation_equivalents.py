@@ -327,6 +327,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "replaced by `next(TOKENS)` two lines below, before any use"
     ),
     (ASYNC_LOCKING, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
+    (ASYNC_LOCKING, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
     (ASYNC_LOCKING, "ReplaceTrueWithFalse", "self, handle: FileHandle, write: bool, create: bool, timeout: float, yield_first: bool = True"): (
         "every caller passes `yield_first`: the default is never used"
     ),

@@ -326,3 +326,33 @@ def test_work_handed_to_a_thread_needs_the_lock_held_once(session: JSONLSession)
         assert another_process_can_lock(session.path)
 
     asyncio.run(main())
+
+
+def test_a_lock_block_lets_other_tasks_run_before_it_does_anything(sessions_dir: Path) -> None:
+    """By default an async lock block yields on entering, before the lock is taken, so that a
+    caller cancelled there knows nothing was done.
+
+    Catches (mutation testing): the default made "yield on leaving", which ran the block first."""
+    from jsonl_session.core.locking import FileHandle
+
+    handle = FileHandle(sessions_dir / "s.jsonl", durable=False)  # no folder fsync to wait for
+    sessions_dir.mkdir()
+    done: list[str] = []
+
+    async def block() -> None:
+        async with locked_async(handle, write=True, create=True):
+            done.append("ran")
+
+    async def main() -> None:
+        task = asyncio.create_task(block())
+        await asyncio.sleep(0)  # the task's first step
+        assert done == [] and not task.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert done == [] and not (sessions_dir / "s.jsonl").exists()  # cancelled before anything
+        await block()
+        assert done == ["ran"]
+
+    asyncio.run(main())
+    handle.close()
