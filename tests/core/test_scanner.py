@@ -66,3 +66,37 @@ def test_no_module_outside_core_splits_session_lines_by_hand() -> None:
             if re.search(r"""(split|find|rfind|count)\(b["']\\n["']""", line):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_lines_are_numbered_from_one_and_placed_by_their_file_offsets() -> None:
+    """Catches (mutation testing): numbering from 0 or 2 by default; a line's start or end
+    placed before the scanned piece instead of after it (a BOM or an ``offset`` shifts both)."""
+    scan = scanner.scan_lines(b'{"a": 1}\n\n{"b": 2}\n')
+    assert [(line.number, line.start, line.end) for line in scan.lines] == [(1, 0, 8), (3, 10, 18)]
+    scan = scanner.scan_lines(codec.BOM + b'{"a": 1}\n{"b": 2}\n')
+    assert [(line.start, line.end) for line in scan.lines] == [(3, 11), (12, 20)]
+    scan = scanner.scan_lines(b'{"a": 1}\n{"b": 2}\n', offset=100, first_number=7)
+    assert [(line.number, line.start, line.end) for line in scan.lines] == [(7, 100, 108), (8, 109, 117)]
+
+
+def test_a_whole_file_of_one_item_after_a_bom_is_settled() -> None:
+    """Catches (mutation testing): the BOM kept on a last line that is also the first."""
+    data = codec.BOM + b'{"a": 1}'
+    assert scanner.settled_end(data) == len(data)
+    assert scanner.settled_end(codec.BOM + b'{"a"') == 0
+
+
+def test_a_bad_lines_snippet_is_its_first_60_characters() -> None:
+    """Catches (mutation testing): 61 characters shown, or "..." after a line of exactly 60."""
+    exactly = b"x" * 60
+    assert scanner.describe_bad_line(exactly) == f"not valid JSON ({_json_error(exactly)}): '{'x' * 60}'"
+    longer = b"x" * 61
+    assert scanner.describe_bad_line(longer) == f"not valid JSON ({_json_error(longer)}): '{'x' * 60}...'"
+
+
+def _json_error(line: bytes) -> str:
+    try:
+        codec.decode_line(line)
+    except ValueError as exc:
+        return str(exc)
+    raise AssertionError("valid JSON")
