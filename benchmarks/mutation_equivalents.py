@@ -352,7 +352,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     # core/scanner.py
     (SCANNER, "ReplaceComparisonOperator_Lt_LtE", "if end < 0:"): (
         "in `lines_containing`, a newline at 0 after the needle would have to be the needle's own "
-        "first byte: the needles are words (the other `end < 0` is killed by tests)"
+        "first byte, and the needles are words"
     ),
     # core/undo_buffer.py
     (UNDO, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
