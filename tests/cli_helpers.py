@@ -85,6 +85,17 @@ def skip_unless_required(message: str, component: str) -> NoReturn:
     pytest.skip(message)
 
 
+def strace_or_skip() -> str:
+    """The ``strace`` that tests observe system calls with; skipped (failed in CI, which sets
+    ``JSONL_SESSION_REQUIRE_STRACE=1``) when it is missing or cannot trace here."""
+    strace = shutil.which("strace")
+    if strace is None:
+        skip_unless_required("strace is not installed (Debian: apt-get install strace)", "STRACE")
+    if subprocess.run([strace, "-qq", "-o", os.devnull, "true"], check=False).returncode != 0:
+        skip_unless_required("strace cannot trace here (ptrace is not allowed)", "STRACE")
+    return strace
+
+
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real redis-server on a free loopback port, in a temp dir, no persistence; stopped afterwards.

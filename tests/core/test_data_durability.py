@@ -9,15 +9,13 @@ synced (issue 29): the Runner's path had lost its durability while every test pa
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import skip_unless_required
+from cli_helpers import strace_or_skip
 
 SCRIPT = """
 import asyncio, sys
@@ -55,11 +53,7 @@ DURABLE_CALLS = {
 
 def strace_log(folder: Path, calls: str, *, durable: bool) -> list[str]:
     """The fsync/fdatasync lines (after set-up) of a process making ``calls`` on ``folder/s.jsonl``."""
-    strace = shutil.which("strace")
-    if strace is None:
-        skip_unless_required("strace is not installed (Debian: apt-get install strace)", "STRACE")
-    if subprocess.run([strace, "-qq", "-o", os.devnull, "true"], check=False).returncode != 0:
-        skip_unless_required("strace cannot trace here (ptrace is not allowed)", "STRACE")
+    strace = strace_or_skip()
     log = folder.parent / "strace.log"
     script = SCRIPT.replace("{calls}", calls)
     mode = "durable" if durable else "fast"

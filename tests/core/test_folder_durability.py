@@ -9,15 +9,13 @@ folder, once; later writes do not. Observed with ``strace`` on a real process: n
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import skip_unless_required
+from cli_helpers import strace_or_skip
 
 from jsonl_session import JSONLSession
 
@@ -49,11 +47,7 @@ def folder_fsyncs(folder: Path, calls: str, *, durable: bool = True) -> int:
 
 def folder_fsync_threads(folder: Path, calls: str, *, durable: bool = True) -> tuple[int, list[int]]:
     """The main thread's id in a process making ``calls``, and the thread of each fsync of ``folder``."""
-    strace = shutil.which("strace")
-    if strace is None:
-        skip_unless_required("strace is not installed (Debian: apt-get install strace)", "STRACE")
-    if subprocess.run([strace, "-qq", "-o", os.devnull, "true"], check=False).returncode != 0:
-        skip_unless_required("strace cannot trace here (ptrace is not allowed)", "STRACE")
+    strace = strace_or_skip()
     log = folder.parent / "strace.log"
     script = WRITES.replace("{calls}", calls)
     ran = subprocess.run(

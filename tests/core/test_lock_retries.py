@@ -8,15 +8,13 @@ so a test never asserts a duration).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import skip_unless_required
+from cli_helpers import strace_or_skip
 
 WAIT = """
 import asyncio, sys
@@ -37,11 +35,7 @@ with holder.locked(write=True, create=False):
 
 def refused_attempts(folder: Path, how: str) -> int:
     """How many non-blocking ``flock`` attempts found the lock held, in a process that waits 0.5 s."""
-    strace = shutil.which("strace")
-    if strace is None:
-        skip_unless_required("strace is not installed (Debian: apt-get install strace)", "STRACE")
-    if subprocess.run([strace, "-qq", "-o", os.devnull, "true"], check=False).returncode != 0:
-        skip_unless_required("strace cannot trace here (ptrace is not allowed)", "STRACE")
+    strace = strace_or_skip()
     log = folder.parent / "strace.log"
     ran = subprocess.run(
         [
