@@ -33,6 +33,14 @@ _THERE = (
     "which backends list their sessions first: Redis without the list only looks once more "
     "(a round trip); the SQL paths ignore `maybe_there`"
 )
+_NEWLINE_AT_0 = (
+    "in `lines_containing`, a newline at 0 after the needle would have to be the needle's own "
+    "first byte, and the needles are words"
+)
+_WORD_NEEDLE = (
+    "the next search starts at the line's newline or its last byte instead of after it: a word "
+    "needle cannot match across a newline, so the same lines are found once each"
+)
 _ONE_LINE = "`newest_lines(..., 1)` returns one line: its first is its last"
 
 STORAGE = "core/storage.py"
@@ -350,10 +358,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "lock is awaited, a race no test can time"
     ),
     # core/scanner.py
-    (SCANNER, "ReplaceComparisonOperator_Lt_LtE", "if end < 0:"): (
-        "in `lines_containing`, a newline at 0 after the needle would have to be the needle's own "
-        "first byte, and the needles are words"
-    ),
+    (SCANNER, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
+    (SCANNER, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,
+    (SCANNER, "NumberReplacer", "if end < 0:"): _NEWLINE_AT_0,
+    (SCANNER, "NumberReplacer", "position = end + 1"): _WORD_NEEDLE,
+    (SCANNER, "ReplaceBinaryOperator_Add_Sub", "position = end + 1"): _WORD_NEEDLE,
+    (SCANNER, "ReplaceComparisonOperator_Lt_LtE", "if end < 0:"): _NEWLINE_AT_0,
     # core/undo_buffer.py
     (UNDO, "ReplaceFalseWithTrue", "TYPE_CHECKING = False"): _TYPE_ONLY,
     (UNDO, "AddNot", "if TYPE_CHECKING:"): _TYPE_ONLY,

@@ -69,10 +69,15 @@ def test_no_module_outside_core_splits_session_lines_by_hand() -> None:
 
 
 def test_lines_are_numbered_from_one_and_placed_by_their_file_offsets() -> None:
-    """Catches (mutation testing): numbering from 0 or 2 by default; a line's start or end
-    placed before the scanned piece instead of after it (a BOM or an ``offset`` shifts both)."""
+    """Catches (mutation testing): numbering from 0 or 2 by default, or counting lines by 0 or 2;
+    a line's start or end placed before the scanned piece instead of after it (a BOM or an
+    ``offset`` shifts both), the unterminated last item's end too; the newlines miscounted."""
     scan = scanner.scan_lines(b'{"a": 1}\n\n{"b": 2}\n')
     assert [(line.number, line.start, line.end) for line in scan.lines] == [(1, 0, 8), (3, 10, 18)]
+    assert scan.newlines == 3
+    scan = scanner.scan_lines(b'{"a": 1}\n{"b": 2}', offset=50)  # the last item has no newline
+    assert [(line.number, line.start, line.end) for line in scan.lines] == [(1, 50, 58), (2, 59, 67)]
+    assert (scan.consumed, scan.newlines) == (67, 1)
     scan = scanner.scan_lines(codec.BOM + b'{"a": 1}\n{"b": 2}\n')
     assert [(line.start, line.end) for line in scan.lines] == [(3, 11), (12, 20)]
     scan = scanner.scan_lines(b'{"a": 1}\n{"b": 2}\n', offset=100, first_number=7)
