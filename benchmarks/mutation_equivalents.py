@@ -138,7 +138,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (STORE, "NumberReplacer", "_INLINE_FILE_BYTES = 64 * 1024"): _INLINE,
     (STORE, "ReplaceBinaryOperator_Mul_Div", "_INLINE_FILE_BYTES = 64 * 1024"): _INLINE,
     (STORE, "NumberReplacer", "_INLINE_PAYLOAD_BYTES = 256 * 1024"): _INLINE,
-    (STORE, "ReplaceBinaryOperator_Mul_Div", "_INLINE_PAYLOAD_BYTES = 256 * 1024"): _INLINE,
     (STORE, "NumberReplacer", "_INLINE_LIMIT = 100"): _INLINE,
     (STORE, "ReplaceComparisonOperator_LtE_Lt", _INLINE_READ): _INLINE,
     # Both `<=` made `>`: the file-size one sends a big read to the loop (killed by a test); the
