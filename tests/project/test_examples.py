@@ -47,11 +47,7 @@ def test_quickstart_runs_offline_and_writes_the_committed_file_byte_for_byte(tmp
     assert '"type":"function_call"' in first.stdout and '"type":"function_call_output"' in first.stdout
     for line in written.read_text(encoding="utf-8").splitlines():
         assert line in first.stdout.splitlines()
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = re.search(
-        r"<!-- section: quickstart-output -->(.*?)<!-- /section: quickstart-output -->", readme, re.DOTALL
-    )
-    assert section is not None and first.stdout.strip() in section.group(1), "README shows stale output"
+    # that the README shows this output: tests/project/test_docs_examples.py
 
     second = run_example("quickstart.py", tmp_path)  # cleared first, so re-running changes nothing
 

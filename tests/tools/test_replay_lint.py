@@ -8,7 +8,6 @@ appends. The rules and their sources are in docs/replay-lint.md.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import textwrap
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import cli_env, run
+from cli_helpers import run
 
 from jsonl_session import JSONLSession
 from jsonl_session.history.replay_rules import CALL_PAIRS, FAKE_ID, replay_problems
@@ -260,27 +259,3 @@ def test_fix_goes_through_the_lock_while_another_process_appends(sessions_dir: P
     appended = [item["content"] for item in items[3:]]
     assert appended == [text for number in range(rounds) for text in (f"q{number}", f"a{number}")]
     assert check_file(path) == []
-
-
-def test_the_docs_example_prints_what_the_page_shows(tmp_path: Path) -> None:
-    page = (Path(__file__).resolve().parents[2] / "docs" / "replay-lint.md").read_text(encoding="utf-8")
-    block = re.findall(r"```console\n(.*?)\n```", page, flags=re.DOTALL)[0]
-    shown: dict[str, list[str]] = {}
-    current: list[str] = []
-    for line in block.splitlines():
-        if line.startswith("$ "):
-            current = shown.setdefault(line[2:], [])
-        else:
-            current.append(line)
-    (tmp_path / "sessions").mkdir()
-    (tmp_path / "sessions" / "demo.jsonl").write_text("\n".join(shown.pop("cat sessions/demo.jsonl")) + "\n")
-    for command, expected in shown.items():
-        done = subprocess.run(
-            [sys.executable, "-m", "jsonl_session", *command.split()[1:]],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=False,
-            env=cli_env(),
-        )
-        assert done.stdout.splitlines() + done.stderr.splitlines() == expected, command

@@ -1,0 +1,51 @@
+"""Every code block of README.md and docs/*.md runs, and prints what the page shows it printing.
+
+How a block runs, what is compared and what is normalised (only date-times, Unix times in
+milliseconds, durations and the temporary folder's path) is in ``tests/docs_helpers.py``. Each
+page runs in its own fresh folder laid out like a fresh clone, so no block can touch the
+checkout. A block that cannot run here is marked on the page, ``<!-- skip: next "why" -->``,
+and ``NOT_RUN`` below pins how many each page has: a new skip fails this test until it is
+listed here, so none is skipped silently.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from docs_helpers import ROOT, Workspace, run_page
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+# Blocks marked `skip: next` per page (the reasons are on the page, next to each block).
+NOT_RUN = {
+    "README.md": 3,  # the set-up commands: a venv, packages installed
+    "docs/architecture.md": 3,
+    "docs/benchmarks.md": 5,
+    "docs/guarantees.md": 1,
+    "docs/index.md": 2,
+    "docs/live-tail.md": 1,
+    "docs/sdk.md": 1,
+}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(page.relative_to(ROOT)) for page in PAGES])
+def test_every_block_runs_and_prints_what_the_page_shows(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("agents.testing", reason="the pages' examples use agents.testing.ScriptedModel")
+    workspace = Workspace(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for name, value in workspace.env.items():
+        if name != "PATH":
+            monkeypatch.setenv(name, value)
+
+    failures = run_page(page, workspace)
+
+    name = str(page.relative_to(ROOT))
+    assert not failures, f"{name}:\n" + "\n\n".join(failures)
+    skipped = workspace.counts.skipped
+    assert len(skipped) == NOT_RUN.get(name, 0), (
+        f"{name} skips {len(skipped)} blocks, NOT_RUN says {NOT_RUN.get(name, 0)}: "
+        + "; ".join(f"line {line}: {why}" for line, why in skipped)
+    )
