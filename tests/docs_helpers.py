@@ -4,8 +4,8 @@ Sybil (https://sybil.readthedocs.io) splits a page into its fenced blocks and ``
 directives and runs them in order in one namespace; this module says what running means:
 
 * a page runs in a fresh folder laid out like a fresh clone: ``examples/`` and the committed
-  ``sessions/*.jsonl`` copied in (all modified at one instant, so ``ls`` lists them in the same
-  order on every run), the working directory there, ``$JSONL_SESSION_DIR`` its
+  ``sessions/*.jsonl`` copied in (all modified at one instant, now, so ``ls`` lists them in the
+  same order on every run), the working directory there, ``$JSONL_SESSION_DIR`` its
   ``sessions/`` and ``$HOME`` the folder itself (git reads no user's settings), so no block can
   touch the checkout;
 * a ``python`` block runs in this process, in the page's namespace (``__name__`` is
@@ -38,6 +38,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,6 @@ from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-CLONED_AT_NS = 1_764_547_200 * 10**9  # 2025-12-01 00:00:00 UTC: before anything a page writes
 
 _TIME = re.compile(
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?Z?"  # ISO dates, with a space or a T
@@ -87,9 +87,10 @@ class Workspace:
         self.folder = folder
         shutil.copytree(ROOT / "examples", folder / "examples")
         (folder / "sessions").mkdir()
+        cloned_at = time.time_ns()
         for name in committed_sessions():  # all written in one instant: `ls` orders them by id
             shutil.copyfile(ROOT / name, folder / name)
-            os.utime(folder / name, ns=(CLONED_AT_NS, CLONED_AT_NS))
+            os.utime(folder / name, ns=(cloned_at, cloned_at))
         keep = {"PATH", "LANG", "LC_ALL", "TMPDIR", "TERM", "SYSTEMROOT"}
         self.env = {key: value for key, value in os.environ.items() if key in keep}
         self.env.update(
