@@ -20,6 +20,7 @@ from .core.errors import (
     LockReentryError,
     LockTimeout,
     MalformedLineError,
+    OwnerMismatchError,
     OwnershipError,
     ReadOnlySessionError,
     SessionExistsError,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editor
     from .history.paused_runs import PausedRun
     from .history.turns import Turn
     from .session.folder import SessionDirectory, SessionInfo
+    from .session.routing import Route
     from .session.settings import SessionSettings
     from .session.store import Draft, JSONLSession
     from .tools.recall import session_search_tool
@@ -49,6 +51,7 @@ _LAZY = {
     "JSONLSession": "session.store",
     "Lineage": "history.lineage",
     "PausedRun": "history.paused_runs",
+    "Route": "session.routing",
     "SessionDirectory": "session.folder",
     "SessionInfo": "session.folder",
     "SessionMetadata": "history.metadata",
@@ -73,9 +76,11 @@ __all__ = [
     "LockReentryError",
     "LockTimeout",
     "MalformedLineError",
+    "OwnerMismatchError",
     "OwnershipError",
     "PausedRun",
     "ReadOnlySessionError",
+    "Route",
     "SessionDirectory",
     "SessionExistsError",
     "SessionFileError",

@@ -9,6 +9,7 @@
     │   ├── MalformedLineError  (also ValueError)  a line is not a JSON object
     │   ├── UnsafePathError     (also PermissionError) a symlink where a session file belongs
     │   ├── OwnershipError      (also PermissionError) a rewrite could not keep the file's owner
+    │   ├── OwnerMismatchError  (also PermissionError) a routed run reached another owner's session
     │   ├── SessionNotFoundError (also FileNotFoundError) fork: no such source session
     │   └── SessionExistsError  (also FileExistsError) fork: the target already has items
     ├── ReadOnlySessionError    (also PermissionError) a write to a read-only test fixture
@@ -39,6 +40,7 @@ __all__ = [
     "LockReentryError",
     "LockTimeout",
     "MalformedLineError",
+    "OwnerMismatchError",
     "OwnershipError",
     "ReadOnlySessionError",
     "SessionExistsError",
@@ -110,6 +112,14 @@ class OwnershipError(SessionFileError, PermissionError):
     A rewrite writes a new file and renames it over the old one; the new file belongs to
     whoever runs the rewrite. Root gives it back to the old owner (``fchown``); anyone else
     gets this error before anything changes. Run the rewrite as the file's owner.
+    """
+
+
+class OwnerMismatchError(SessionFileError, PermissionError):
+    """A run routed to one owner (``JSONLSession(route=...)``) reached a session it may not use.
+
+    The session's ``.meta`` names another owner, or it has items and no owner. Nothing was read
+    or written; the message does not say whose it is.
     """
 
 

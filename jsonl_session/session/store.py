@@ -34,6 +34,7 @@ from ..history import paused_runs
 from . import compaction
 from .history_methods import SessionFeatures
 from .locked_operations import Draft
+from .routing import RouteFunction, Router
 from .settings import as_sdk_settings, coerce_settings
 from .timestamps import TimestampMethods
 
@@ -71,6 +72,11 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         timestamps: Record when each item was added, beside the items (``<file>.jsonl.times``,
             see :meth:`get_items_with_times_sync`); the items' lines are never touched. By
             default on for durable sessions (+4 % per add), off with ``durable=False``.
+        route: Pick this run's folder and owner from its run context, so one object serves many
+            users, each kept apart: a callable taking the SDK's ``RunContextWrapper`` and
+            returning a :class:`~jsonl_session.Route` (or None for this session's own file).
+            The Runner (0.24+) passes the wrapper on every call; calls without one use this
+            session's own file. See :mod:`jsonl_session.session.routing`.
 
     Example:
         >>> from agents import Agent, Runner                     # doctest: +SKIP
@@ -91,6 +97,7 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         turn_limit: int | None = None,
         timestamps: bool | None = None,
+        route: RouteFunction | None = None,
     ) -> None:
         self.session_id = session_id
         self.directory = Path(directory)
@@ -107,6 +114,19 @@ class JSONLSession(SessionFeatures, TimestampMethods):
             if self._resolve_limit(None) is not None:  # a negative settings limit is no limit
                 raise ValueError("give turn_limit or a session_settings limit, not both")
         self.turn_limit = turn_limit
+        self._router = None if route is None else Router(route, self._routed_twin, self.directory)
+
+    def _routed_twin(self, directory: Path) -> JSONLSession:
+        """This session in another folder, with the same options (the router's sessions)."""
+        return JSONLSession(
+            self.session_id,
+            directory,
+            session_settings=self._session_settings,
+            durable=self.durable,
+            lock_timeout=self._lock_timeout,
+            turn_limit=self.turn_limit,
+            timestamps=self._times is not None,
+        )
 
     @property
     def durable(self) -> bool:
@@ -151,7 +171,7 @@ class JSONLSession(SessionFeatures, TimestampMethods):
 
     # -- the Agents SDK Session protocol ---------------------------------------------
 
-    async def get_items(self, limit: int | None = None) -> list[Any]:
+    async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> list[Any]:
         """The newest ``limit`` items, oldest first; all when ``limit`` and the settings' limit are None.
 
         A negative ``limit`` (or settings limit) means no limit, as in the SDK.
@@ -159,7 +179,12 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         Without an item limit, ``turn_limit`` (if set) returns the newest whole turns instead.
         Costs time and memory proportional to what is returned, not to the file's size. Large
         reads run in a worker thread, so the event loop keeps serving other tasks.
+
+        ``wrapper`` is the run context the Runner passes (see ``route``); each of the four
+        methods takes it.
         """
+        if wrapper is not None and self._router is not None:
+            return await self._router.get_items(wrapper, limit)
         limit = self._resolve_limit(limit)
         if limit == 0:
             await _yield_once()
@@ -172,13 +197,15 @@ class JSONLSession(SessionFeatures, TimestampMethods):
                 return self.read_locked(fd, limit)
             return await lock.finish_in_thread(self.read_locked, fd, limit)
 
-    async def add_items(self, items: Iterable[Any]) -> None:
+    async def add_items(self, items: Iterable[Any], *, wrapper: Any = None) -> None:
         """Append items, one line each, in a single write: readers see all of them or none.
 
         The ``write`` is done on the loop (it is cheap); the ``fdatasync`` in a worker
         thread, which then unlocks. Once the write has started, cancelling the caller
         does not stop it.
         """
+        if wrapper is not None and self._router is not None:
+            return await self._router.add_items(wrapper, items)
         times = self._times  # when each item was added: one more write (core/item_times.py)
         # Refuse bad items before touching the file.
         payload, records = (encode_items(items), b"") if times is None else encode_stamped(items)
@@ -212,20 +239,24 @@ class JSONLSession(SessionFeatures, TimestampMethods):
                 elif times is not None:
                     times.append_records(records, size, size + len(payload))
 
-    async def pop_item(self) -> Any:
+    async def pop_item(self, *, wrapper: Any = None) -> Any:
         """Remove and return the newest item (None when empty) by truncating its line."""
+        if wrapper is not None and self._router is not None:
+            return await self._router.pop_item(wrapper)
         lock = self.locked_async(write=True, create=False)
         async with lock as fd:
             if fd == MISSING or not self.durable:
                 return self._pop(fd)
             return await lock.finish_in_thread(self._pop, fd)
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: Any = None) -> None:
         """Remove every item. The file stays, empty, so followers and git see the clear.
 
         A paused run (see :meth:`save_run_state`) ends with it; the usage log stays: tokens
         once spent still count in ``get_session_usage`` and ``jsonl-session stats``.
         """
+        if wrapper is not None and self._router is not None:
+            return await self._router.clear_session(wrapper)
         lock = self.locked_async(write=True, create=False)
         async with lock as fd:
             if fd == MISSING or not self.durable:
@@ -314,6 +345,7 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         """
         if type(self) is not JSONLSession:
             return False
+        self._refuse_compaction_when_routed()
         return await compaction.atomic_replace(self, items)
 
     async def _get_compaction_snapshot(self, limit: int, *, prune_prefix: Any = None) -> Any:
@@ -323,7 +355,17 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         """
         if type(self) is not JSONLSession:
             return None
+        self._refuse_compaction_when_routed()
         return await compaction.snapshot(self, limit, prune_prefix)
+
+    def _refuse_compaction_when_routed(self) -> None:
+        """The SDK's compaction wrapper calls these hooks without the run context, so a routed
+        session cannot know whose file to compact: refuse rather than rewrite the wrong one."""
+        if self._router is not None:
+            raise TypeError(
+                "a JSONLSession with a route cannot be compacted by OpenAIResponsesCompactionSession: "
+                "its hooks get no run context; compact each user's session without a route"
+            )
 
     # -- following a live conversation (see ``watch``) -------------------------------------
 
@@ -343,8 +385,10 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         return watch_session_sync(self, **options)
 
     def close(self) -> None:
-        """Close the file descriptor this object keeps open (it reopens if used again)."""
+        """Close the file descriptors this object keeps open (they reopen if used again)."""
         self._handle.close()
+        if self._router is not None:
+            self._router.close()
         if self._times is not None:
             self._times.close()
 
