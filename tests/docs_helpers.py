@@ -3,9 +3,10 @@
 Sybil (https://sybil.readthedocs.io) splits a page into its fenced blocks and ``<!-- skip -->``
 directives and runs them in order in one namespace; this module says what running means:
 
-* a page runs in a fresh folder laid out like a fresh clone: ``examples/`` and the committed
-  ``sessions/*.jsonl`` copied in (all modified at one instant, now, so ``ls`` lists them in the
-  same order on every run), the working directory there, ``$JSONL_SESSION_DIR`` its
+* a page runs in a fresh folder laid out like a fresh clone, a git repository with one commit
+  of what the checkout's git tracks in ``examples/``, ``sessions/`` and ``.gitattributes`` (all
+  modified at one instant, now, so ``ls`` lists the sessions in the same order on every run);
+  the working directory there, ``$JSONL_SESSION_DIR`` its
   ``sessions/`` and ``$HOME`` the folder itself (git reads no user's settings), so no block can
   touch the checkout;
 * a ``python`` block runs in this process, in the page's namespace (``__name__`` is
@@ -15,8 +16,9 @@ directives and runs them in order in one namespace; this module says what runnin
 * a ``console`` block is ``$ command`` lines, each followed by what it prints. Each command runs
   in ``bash`` in the folder, the venv's ``bin/`` first on ``PATH`` (so ``python`` and
   ``jsonl-session`` are the venv's); its stdout and stderr together are compared with the lines
-  shown. ``$ cat FILE`` of a file that does not exist yet first writes the lines shown to FILE:
-  a page shows a file, then works on it;
+  shown. In a block marked ``<!-- given: what cat shows -->``, ``$ cat FILE`` of a file that
+  does not exist yet first writes the lines shown to FILE: the page shows a file it made by
+  hand (a conflicted merge, a broken history), then works on it;
 * any other block fails, unless ``<!-- skip: next "why" -->`` (Sybil's directive; the reason
   is eval'd, so it is a string literal) stands before it: one that needs an API key, a network,
   a server that runs until stopped, or that installs packages.
@@ -59,6 +61,7 @@ _TIME = re.compile(
     r"|\b\d{8}T\d{6}(?:\.\d+)?Z"  # compact stamps (archive names)
     r"|\b1\d{12}\b"  # Unix time in milliseconds (the .times sidecar)
 )
+GIVEN = "<!-- given: what cat shows -->"
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?s\b")
 
 
@@ -69,6 +72,7 @@ class Block:
     language: str
     source: str
     shown: str | None = None
+    given: bool = False
 
 
 @dataclass
@@ -85,10 +89,10 @@ class Workspace:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        shutil.copytree(ROOT / "examples", folder / "examples")
         (folder / "sessions").mkdir()
         cloned_at = time.time_ns()
-        for name in committed_sessions():  # all written in one instant: `ls` orders them by id
+        for name in cloned_files():  # all written in one instant: `ls` orders the sessions by id
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ROOT / name, folder / name)
             os.utime(folder / name, ns=(cloned_at, cloned_at))
         keep = {"PATH", "LANG", "LC_ALL", "TMPDIR", "TERM", "SYSTEMROOT"}
@@ -107,6 +111,8 @@ class Workspace:
             PYTHONUNBUFFERED="1",  # stdout and stderr interleave in the order a terminal shows
         )
         self.counts = Counts()
+        for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "a fresh clone"]):
+            subprocess.run(["git", *command], cwd=folder, env=self.env, check=True, capture_output=True)
 
     def normalise(self, lines: Iterable[str]) -> list[str]:
         folder = str(self.folder)
@@ -147,8 +153,9 @@ class Workspace:
         block: Block = example.parsed
         self.counts.run += 1
         for command, shown in console_commands(block.source):
-            target = self.folder / command[4:].strip() if re.fullmatch(r"cat [\w./-]+", command) else None
-            if target is not None and not target.exists():
+            given = block.given and re.fullmatch(r"cat [\w./-]+", command)
+            target = self.folder / command[4:].strip()
+            if given and not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text("".join(line + "\n" for line in shown), encoding="utf-8")
             done = subprocess.run(
@@ -159,7 +166,7 @@ class Workspace:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
-                timeout=120,
+                timeout=60,
                 check=False,
             )
             report = self.compare(shown, done.stdout.splitlines())
@@ -183,12 +190,16 @@ class Workspace:
         return self.refuse(example)
 
 
-def committed_sessions() -> list[str]:
-    """The ``sessions/*.jsonl`` files a fresh clone has (git's list, not whatever lies in the folder)."""
+def cloned_files() -> list[str]:
+    """What a fresh clone has of ``examples/``, ``sessions/`` and ``.gitattributes`` (git's list)."""
     listed = subprocess.run(
-        ["git", "ls-files", "sessions"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split()
-    return [name for name in listed if name.endswith(".jsonl")]
+        ["git", "ls-files", "-z", "examples", "sessions", ".gitattributes"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\0")
+    return [name for name in listed if name]
 
 
 def console_commands(source: str) -> Iterator[tuple[str, list[str]]]:
@@ -238,7 +249,7 @@ class BlockParser:
                 self.workspace.counts.run += 1
                 index += 1
                 continue
-            block = Block(language, source)
+            block = Block(language, source, given=document.text[: region.start].rstrip().endswith(GIVEN))
             end = region.end
             following = regions[index + 1] if index + 1 < len(regions) else None
             if (
