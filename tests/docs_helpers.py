@@ -89,7 +89,7 @@ class Workspace:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        (folder / "sessions").mkdir()
+        (folder / "sessions").mkdir(parents=True)
         cloned_at = time.time_ns()
         for name in cloned_files():  # all written in one instant: `ls` orders the sessions by id
             (folder / name).parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@ milliseconds, durations and the temporary folder's path) is in ``tests/docs_help
 page runs in its own fresh folder laid out like a fresh clone, so no block can touch the
 checkout. A block that cannot run here is marked on the page, ``<!-- skip: next "why" -->``,
 and ``NOT_RUN`` below pins how many each page has: a new skip fails this test until it is
-listed here, so none is skipped silently.
+listed here, so none is skipped silently. The last tests run the runner on a small page, as it
+is and changed, so that a drifted page is known to fail.
 """
 
 from __future__ import annotations
@@ -54,3 +55,64 @@ def test_every_block_runs_and_prints_what_the_page_shows(
         f"{name} skips {len(skipped)} blocks, NOT_RUN says {NOT_RUN.get(name, 0)}: "
         + "; ".join(f"line {line}: {why}" for line, why in skipped)
     )
+
+
+RUNNER_PAGE = """\
+<!-- skip: next "marked" -->
+```json
+{"not": "run"}
+```
+
+```python
+print("hello")
+```
+
+```text
+hello
+```
+
+<!-- given: what cat shows -->
+```console
+$ cat sessions/x.txt
+one
+two
+$ jsonl-session ls
+ID            ITEMS     SIZE  LAST ACTIVITY (UTC)
+...
+```
+"""
+
+
+def run_text(text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Workspace]:
+    page = tmp_path / "page.md"
+    page.write_text(text, encoding="utf-8")
+    workspace = Workspace(tmp_path / "clone")
+    monkeypatch.chdir(workspace.folder)
+    return run_page(page, workspace), workspace
+
+
+def test_the_runner_runs_compares_and_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    failures, workspace = run_text(RUNNER_PAGE, tmp_path, monkeypatch)
+    assert failures == []
+    counts = workspace.counts
+    assert (counts.run, counts.compared, counts.skipped) == (2, 3, [(2, "marked")])  # line: the block
+    assert (workspace.folder / "sessions" / "x.txt").read_text() == "one\ntwo\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "reported"),
+    [
+        (("hello\n```\n\n<!--", "hullo\n```\n\n<!--"), "hullo"),  # a python block's output
+        (("ID            ITEMS", "ID  ITEMS"), "ID  ITEMS"),  # a console command's output
+        (('<!-- skip: next "marked" -->\n', ""), "```json block has no runner"),  # an unmarked block
+        (("<!-- given: what cat shows -->\n", ""), "No such file or directory"),  # cat of a file not made
+    ],
+    ids=["python-output", "console-output", "unmarked-block", "cat-without-given"],
+)
+def test_the_runner_fails_a_page_that_drifted(
+    change: tuple[str, str], reported: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, new = change
+    assert RUNNER_PAGE.count(old) == 1
+    failures, _ = run_text(RUNNER_PAGE.replace(old, new), tmp_path, monkeypatch)
+    assert len(failures) == 1 and reported in failures[0], failures
