@@ -8,7 +8,15 @@ The search is ``jsonl-session grep``'s (``tools.grep.search``: each file read un
 lock, a plain word pre-filtered in the raw bytes), case-insensitive, with every word of the
 query required in one item, in any order; it reads the text a transcript shows
 (``item_text.text_of``). Each match names its session and turn (``history.turns``: a turn
-starts at a user message; ``None`` before the first one). Newest sessions come first.
+starts at a user message; ``None`` before the first one), counted by reading the session a
+piece at a time up to the match: a long session is never held whole. Newest sessions come first.
+
+What may be searched is decided once, before any file is read, and holds for every way in:
+``owner`` and ``tags`` keep the sessions whose metadata (``history.metadata``) match, and
+``exclude`` removes some. A ``session_id`` the model names must be among those; one that is
+not (excluded, another owner's, no such session) gets the answer an unknown id gets, so the
+model cannot tell a refused session from a missing one. Metadata that cannot be read puts
+its session out of scope: a scope is never guessed.
 
 What the model gets back is capped: at most ``max_results`` snippets of at most
 ``snippet_chars`` characters, and ``max_chars`` characters in all, the last line saying how
@@ -32,6 +40,7 @@ from typing import TYPE_CHECKING
 from ..core import reads, scanner
 from ..core.errors import JSONLSessionError
 from ..core.transaction import Transaction
+from ..history.metadata import read_metadata, string_list
 from ..history.turns import is_user_message
 from ..session.folder import SessionDirectory
 from .grep import Hit, search
@@ -100,11 +109,20 @@ def search_sessions(
     snippet_chars: int = 300,
     exclude: Iterable[str] = (),
     session_id: str | None = None,
+    owner: str | None = None,
+    tags: Iterable[str] = (),
 ) -> Found:
     """Search the sessions of ``directory`` for the words of ``query``; the newest sessions first.
 
-    ``exclude`` names sessions not to search (the agent's current one, say); ``session_id``
-    searches that one only. Unreadable files are skipped.
+    ``owner`` and ``tags`` limit the search to the sessions with that owner and every one of
+    those tags (as ``SessionDirectory.list`` filters them; sessions without metadata are then
+    left out); ``exclude`` names sessions never searched (the agent's current one, say).
+    ``session_id`` searches that one only, if those allow it: otherwise the answer is that of an
+    id that does not exist. Unreadable files are skipped.
+
+    Raises:
+        TypeError: ``exclude`` or ``tags`` is one string rather than a list of them, or
+            ``owner`` is not a string.
 
     Example:
         >>> found = search_sessions("sessions", "golden gate")                # doctest: +SKIP
@@ -112,11 +130,14 @@ def search_sessions(
         (3, 'convo_123', 1)
     """
     folder = directory if isinstance(directory, SessionDirectory) else SessionDirectory(directory)
+    skip = frozenset(string_list("exclude", exclude))
+    wanted_tags = frozenset(string_list("tags", tags))
+    if owner is not None and not isinstance(owner, str):
+        raise TypeError(f"owner must be a str or None, not {type(owner).__name__}")
     words = query.casefold().split()
     if not words:
         return Found(query, [], 0)
-    skip = set(exclude)
-    ids = [session_id] if session_id is not None else [i for i in folder.ids() if i not in skip]
+    ids = _in_scope(folder, skip, owner, wanted_tags, session_id)
     sessions = [(i, folder.session_path(i)) for i in ids]
     sessions.sort(key=lambda pair: _mtime(pair[1]), reverse=True)
     # grep's search finds the longest word (pre-filtered in the raw bytes); the others filter its hits
@@ -151,6 +172,8 @@ def session_search_tool(
     max_chars: int = 4000,
     snippet_chars: int = 300,
     exclude: Iterable[str] = (),
+    owner: str | None = None,
+    tags: Iterable[str] = (),
     name: str = DEFAULT_NAME,
     description: str = DEFAULT_DESCRIPTION,
 ) -> FunctionTool:
@@ -161,12 +184,18 @@ def session_search_tool(
     ``max_chars`` characters, and is told how many more matches there were. The search runs
     in a worker thread, so the event loop never waits for a file lock.
 
+    ``owner``, ``tags`` and ``exclude`` are the application's, not the model's: they bound
+    every call, a ``session_id`` included (one outside them answers as an unknown id).
+
     Args:
         directory: The sessions folder (or a ``SessionDirectory``).
         max_results: Snippets returned at most.
         max_chars: Characters of the whole answer at most.
         snippet_chars: Characters of one snippet at most.
         exclude: Session ids never searched (the agent's current session, say).
+        owner: Search only the sessions this owner owns (their metadata's ``owner``);
+            None searches every owner's.
+        tags: Search only the sessions that have every one of these tags.
         name: The tool's name as the model sees it.
         description: What the model is told the tool does.
 
@@ -188,7 +217,10 @@ def session_search_tool(
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{label} must be a positive int, not {value!r}")
-    excluded = tuple(exclude)
+    excluded = tuple(string_list("exclude", exclude))
+    wanted_tags = tuple(string_list("tags", tags))
+    if owner is not None and not isinstance(owner, str):
+        raise TypeError(f"owner must be a str or None, not {type(owner).__name__}")
 
     async def search_past_conversations(query: str, session_id: str | None = None) -> str:
         """Search earlier conversations.
@@ -205,6 +237,8 @@ def session_search_tool(
             snippet_chars=snippet_chars,
             exclude=excluded,
             session_id=session_id,
+            owner=owner,
+            tags=wanted_tags,
         )
         return found.render(max_chars)
 
@@ -212,6 +246,34 @@ def session_search_tool(
         search_past_conversations, name_override=name, description_override=description
     )
     return tool
+
+
+def _in_scope(
+    folder: SessionDirectory,
+    exclude: frozenset[str],
+    owner: str | None,
+    tags: frozenset[str],
+    only: str | None,
+) -> list[str]:
+    """The ids that may be searched: sessions of the folder (``only`` that one, if given) that
+    are not excluded, with that owner and those tags if asked. A refused ``only`` and an unknown
+    one both give ``[]``: the same answer."""
+    ids = [
+        session_id
+        for session_id in folder.ids()
+        if session_id not in exclude and (only is None or session_id == only)
+    ]
+    if owner is None and not tags:
+        return ids
+    return [session_id for session_id in ids if _matches(folder.session_path(session_id), owner, tags)]
+
+
+def _matches(path: str, owner: str | None, tags: frozenset[str]) -> bool:
+    try:
+        stored = read_metadata(Path(path))
+    except (OSError, ValueError, JSONLSessionError):
+        return False  # a sidecar we cannot read proves nothing: out of scope
+    return (owner is None or stored.owner == owner) and tags <= set(stored.tags)
 
 
 def _turns_of(folder: SessionDirectory, hits: list[Hit]) -> dict[tuple[str, int], int | None]:
@@ -225,16 +287,28 @@ def _turns_of(folder: SessionDirectory, hits: list[Hit]) -> dict[tuple[str, int]
             with Transaction(
                 folder.session_path(session_id), write=False, timeout=folder.lock_timeout
             ) as file:
-                data = reads.read_range(file.fd, 0, file.size) if file.exists else b""
+                if file.exists:
+                    for number, turn in _count_turns(file.fd, file.size, lines).items():
+                        turns[(session_id, number)] = turn
         except (OSError, JSONLSessionError):
             continue
-        turn = 0
-        for line in scanner.scan_lines(data).lines:
+    return turns
+
+
+def _count_turns(fd: int, size: int, lines: set[int]) -> dict[int, int | None]:
+    """The turn of each of ``lines`` (line numbers), read a piece at a time up to the last of them."""
+    last = max(lines)
+    found: dict[int, int | None] = {}
+    turn = 0
+    for scan in reads.scan_file(fd, size):
+        for line in scan.lines:
             if b"user" in line.data and is_user_message(scanner.parse_item(line.data)):
                 turn += 1
             if line.number in lines:
-                turns[(session_id, line.number)] = turn or None
-    return turns
+                found[line.number] = turn or None
+            if line.number >= last:
+                return found
+    return found
 
 
 def _window(hit: Hit, width: int) -> str:
