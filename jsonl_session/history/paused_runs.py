@@ -5,6 +5,7 @@ The SDK stops a run whose tool ``needs_approval`` and returns ``result.interrupt
 with what a person deciding needs to see, without the SDK::
 
     {
+      "held": 1,
       "pending": [{"arguments": "{\\"order\\":\\"A1\\"}", "call_id": "call_1", "tool": "refund"}],
       "recorded": {"requests": 1, "input_tokens": 100, ...},
       "saved_at": "2026-12-02T18:40:07Z",
@@ -13,6 +14,11 @@ with what a person deciding needs to see, without the SDK::
 
 ``recorded`` is the usage of this run already in the usage log, so that recording the
 resumed run (whose usage includes the part before the pause) adds only what is new.
+
+``held`` counts the items the run holds back from the history: since 0.24 the SDK keeps a turn
+that its output guardrails have not yet passed out of the session, in the state
+(``pending_session_write``), and writes it on resume. They are in ``state`` here, so a resume
+from another process writes them, once; ``ls`` and ``show`` say how many wait.
 
 The file is removed when the run completes (``record_usage`` of a result without
 interruptions, or ``clear_run_state``), when the session is deleted, and by ``rewind``
@@ -41,6 +47,8 @@ class PausedRun:
 
     saved_at: str
     pending: list[dict[str, Any]]
+    held: int = 0
+    """Items of the paused turn not yet in the history (the SDK writes them on resume)."""
 
     @property
     def tools(self) -> list[str]:
@@ -72,13 +80,23 @@ def pending_of(state: Any) -> list[dict[str, Any]]:
     return pending
 
 
+def held_of(state_json: dict[str, Any]) -> int:
+    """How many items a serialized run holds back from the session (0 before SDK 0.24)."""
+    pending = state_json.get("pending_session_write")
+    if isinstance(pending, dict) and pending.get("held") and isinstance(pending.get("items"), list):
+        return len(pending["items"])
+    return 0
+
+
 def write(session_path: Path, state: Any, *, recorded: dict[str, int] | None, durable: bool) -> None:
     """Save ``state`` (atomically) with its pending approvals and the usage already logged."""
+    state_json = state.to_json()
     envelope = {
+        "held": held_of(state_json),
         "pending": pending_of(state),
         "recorded": recorded,
         "saved_at": now(),
-        "state": state.to_json(),
+        "state": state_json,
     }
     sidecar_files.write_json(
         sidecar_files.sidecar(session_path, sidecar_files.RUN), envelope, durable=durable
@@ -102,7 +120,10 @@ def info(session_path: Path) -> PausedRun | None:
     if envelope is None:
         return None
     pending = envelope.get("pending")
-    return PausedRun(str(envelope.get("saved_at")), pending if isinstance(pending, list) else [])
+    held = envelope.get("held")
+    if not isinstance(held, int) or isinstance(held, bool) or held < 0:
+        held = held_of(envelope["state"])  # saved before the count was kept beside the state
+    return PausedRun(str(envelope.get("saved_at")), pending if isinstance(pending, list) else [], held)
 
 
 def clear(session_path: Path, *, durable: bool) -> bool:

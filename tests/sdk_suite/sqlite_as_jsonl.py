@@ -10,7 +10,12 @@ with ``-p sqlite_as_jsonl``. Before any test module is imported, the plugin repl
 * ``SQLiteSession(id, "some/dir/x.db")`` is a :class:`JSONLSession` in ``some/dir/x.db.jsonl``,
   a folder beside the database, so two objects on one database path share their sessions;
 * a test's subclass of ``SQLiteSession`` is a subclass of ``JSONLSession`` (which, like a
-  subclass of the SDK's stores, gets no compaction hooks unless it overrides them).
+  subclass of the SDK's stores, gets no compaction hooks unless it overrides them);
+* in the held-write tests (``tests/deferred_session_writes/``, 0.24+), the SDK's in-memory test
+  session ``SimpleListSession`` (and the tests' subclasses of it) is a ``JSONLSession`` in a
+  fresh folder: those tests build no ``SQLiteSession``, and they are the ones that pin down
+  what a store must do with a turn the output guardrails held back. Only while those modules
+  are imported: every other test file sees the SDK's own class.
 
 Direct construction returns an object whose type is exactly ``JSONLSession``, the class users
 get, so nothing is tested through a wrapper; ``isinstance(obj, SQLiteSession)`` stays true.
@@ -73,6 +78,40 @@ def _arguments(
 ) -> tuple[str, Path, Any, str | Path]:
     """``SQLiteSession.__init__``'s parameters; the table names have no meaning for files."""
     return session_id, _folder_for(db_path), session_settings, db_path
+
+
+class JSONLListSession(JSONLSession):
+    """``SimpleListSession(session_id="test", history=None)`` over a JSONL file in a fresh folder."""
+
+    def __init__(self, session_id: str = "test", history: Any = None) -> None:
+        _state["built"] += 1
+        super().__init__(session_id, _folder_for(":memory:"))
+        self._ignore_ids_for_matching = False  # read by the SDK's helpers, as on SimpleListSession
+        if history:
+            self.add_items_sync(list(history))
+
+    @property
+    def saved_items(self) -> list[Any]:
+        """What ``SimpleListSession`` exposes for inspection: the stored items."""
+        return self.get_items_sync()
+
+
+_LIST_SESSION_TESTS = "deferred_session_writes"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """Import the held-write test modules (and their helpers) with ``SimpleListSession`` swapped."""
+    if not (isinstance(collector, pytest.Module) and _LIST_SESSION_TESTS in collector.path.parts):
+        return (yield)
+    from tests.utils import simple_session  # type: ignore[import-not-found]  # the SDK's tests, from its sdist
+
+    real = simple_session.SimpleListSession
+    simple_session.SimpleListSession = JSONLListSession
+    try:
+        return (yield)
+    finally:
+        simple_session.SimpleListSession = real
 
 
 class SQLiteSession(JSONLSession, metaclass=_SubstituteType):
