@@ -165,7 +165,8 @@ class Workspace:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                text=True,
+                encoding="utf-8",
+                errors="replace",  # a stray byte shows in the report instead of failing the decode
                 timeout=60,
                 check=False,
             )
