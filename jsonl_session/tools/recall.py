@@ -201,7 +201,9 @@ def session_search_tool(
 
     Example:
         >>> from agents import Agent, Runner                                   # doctest: +SKIP
-        >>> recall = session_search_tool("sessions", exclude=["convo_124"])   # doctest: +SKIP
+        >>> recall = session_search_tool(                                      # doctest: +SKIP
+        ...     "sessions", owner="user-42", exclude=["convo_124"]
+        ... )
         >>> agent = Agent(name="Assistant", tools=[recall])                    # doctest: +SKIP
         >>> Runner.run_sync(agent, "What did I say about Zürich last week?",  # doctest: +SKIP
         ...                 session=JSONLSession("convo_124"))
