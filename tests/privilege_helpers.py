@@ -70,6 +70,34 @@ def skip_unless_nobody_reads_the_source() -> None:
         )
 
 
+# Standard modules the CLI imports only when a command needs them. The interpreter here lives
+# under /root, which ``nobody`` cannot read: the forked child can import only what the parent
+# already has, so whether a test passed depended on what earlier tests had imported.
+_LAZY_STANDARD_MODULES = (
+    "argparse",
+    "datetime",
+    "hashlib",
+    "json",
+    "pathlib",
+    "shlex",
+    "signal",
+    "sqlite3",
+    "stat",
+    "tarfile",
+    "tempfile",
+    "traceback",
+    "urllib.parse",
+    "zlib",
+)
+
+
+def _import_the_standard_library_the_cli_uses() -> None:
+    import importlib
+
+    for name in _LAZY_STANDARD_MODULES:
+        importlib.import_module(name)
+
+
 def run_as_nobody(directory: Path, *args: str) -> Result:
     """The CLI's ``main`` as ``nobody``, in a forked child with its own stdout and stderr.
 
@@ -77,6 +105,7 @@ def run_as_nobody(directory: Path, *args: str) -> Result:
     (here, under /root). Arguments, output and exit code are exactly the command's.
     """
     skip_unless_nobody_reads_the_source()
+    _import_the_standard_library_the_cli_uses()
     uid, gid = nobody()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
@@ -116,6 +145,7 @@ def call_as_nobody(function: Callable[..., Any], *args: Any) -> Any:
 
 def _call_as(uid: int, gid: int, function: Callable[..., Any], *args: Any) -> Any:
     read_fd, write_fd = os.pipe()
+    _import_the_standard_library_the_cli_uses()
     pid = os.fork()
     if pid == 0:  # the child: drop privileges for good, run, report through the pipe
         try:
