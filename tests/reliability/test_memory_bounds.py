@@ -1,16 +1,18 @@
 """Memory is bounded by design: no read path's peak follows the size of a hostile file.
 
 A property over every read path, not one file: for each of ``ls``, ``show``, ``stats``, the
-``serve`` index and page, ``restore --list``, the recall tool and ``grep``, a folder holding one
-hostile sidecar or archive of 300 MB must cost the command at most :data:`BOUND_KIB` more peak
-memory than the same command on the same folder without it.
+``serve`` index and page, ``restore --list``, the recall tool, ``grep`` and ``check``, a folder
+holding one hostile sidecar (each kind a path reads), archive or session of 300 MB must cost
+the command at most :data:`BOUND_KIB` more peak memory than the same command on the same
+folder without it. A case that still fails is a strict ``xfail`` naming who is fixing it: it
+turns into a failure the moment the fix lands, and the mark is then removed.
 
 Peak memory is a property of the code, not of the machine's speed, so it may be asserted
 (``tests/project/test_memory.py`` does the same): :func:`peak_kib` runs the command in a fresh
 Python and reports the larger of its own peak resident memory (``VmHWM``) and that of any
 process it started and waited for (``RUSAGE_CHILDREN``: the ``serve`` process, the system's
-``grep``). Each hostile file is cheap to make: sidecars are sparse files (``truncate``), an
-archive is a few hundred KB of gzip that says 300 MB (a decompression bomb).
+``grep``). Each hostile file is cheap to make: sidecars and sessions are sparse files
+(``truncate``), an archive is about 1 MB of gzip that says 300 MB (a decompression bomb).
 """
 
 from __future__ import annotations
@@ -123,6 +125,21 @@ def hostile_times(folder: Path) -> None:
     sparse(folder / "s.jsonl.times")
 
 
+def hostile_lineage(folder: Path) -> None:
+    """``s.jsonl.lineage`` of 300 MB: the start of a record, then a hole."""
+    sparse(folder / "s.jsonl.lineage", head=b'{"source": "')
+
+
+def hostile_usage(folder: Path) -> None:
+    """``s.jsonl.usage`` of 300 MB: the start of a usage record that never ends."""
+    sparse(folder / "s.jsonl.usage", head=b'{"input_tokens": ')
+
+
+def hostile_run(folder: Path) -> None:
+    """``s.jsonl.run`` (a paused run) of 300 MB: the start of a record, then a hole."""
+    sparse(folder / "s.jsonl.run", head=b'{"state": "')
+
+
 def hostile_session(folder: Path) -> None:
     """``big.jsonl``: 300 MB without a newline (one line that never ends), without the word searched."""
     sparse(folder / "big.jsonl", head=b'{"role": "user", "content": "x')
@@ -130,7 +147,7 @@ def hostile_session(folder: Path) -> None:
 
 def write_bomb(path: Path, session_id: str, manifest_size: int) -> None:
     """A valid archive of ``session_id`` whose manifest is padded with spaces to ``manifest_size``
-    bytes (still valid JSON): a few hundred KB of gzip, streamed out, never held whole."""
+    bytes (still valid JSON): 1/230 of that in gzip, streamed out, never held whole."""
     data = b'{"role": "user", "content": "archived refund"}\n'
     manifest = {
         "format": "jsonl-session-archive",
@@ -151,7 +168,7 @@ def write_bomb(path: Path, session_id: str, manifest_size: int) -> None:
         ],
     }
     head = json.dumps(manifest).encode()
-    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip format
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: the gzip format; 1: fastest, 1.3 MB
     path.parent.mkdir(mode=0o700, exist_ok=True)
     with path.open("wb") as out:
 
@@ -174,7 +191,7 @@ def write_bomb(path: Path, session_id: str, manifest_size: int) -> None:
 
 
 def hostile_archive(folder: Path) -> None:
-    """``.archive/gone.jsonl.<stamp>.tar.gz``: 300 KB that decompress to a 300 MB manifest."""
+    """``.archive/gone.jsonl.<stamp>.tar.gz``: 1.3 MB that decompress to a 300 MB manifest."""
     write_bomb(folder / ".archive" / "gone.jsonl.20260102T030405.000000Z.tar.gz", "gone", BIG)
 
 
@@ -196,6 +213,11 @@ H4 = "H4 fixing: archive manifests decompressed whole (issue 35 point 4)"
 H5_META = "H5 fixing: .meta read whole, its 64 KiB limit not enforced on read (issue 35 point 5)"
 H5_TIMES = "H5 fixing: .times read whole (issue 35 point 5)"
 H6 = "H6 fixing: the serve index and page read sidecars whole (issue 35 points 5, 6)"
+JSON_SIDECAR = (
+    "no owner yet: .lineage and .run are read whole (sidecar_files.read_json, as .meta: "
+    "H5's bound on .meta may cover them)"
+)
+USAGE_LOG = "no owner yet: the .usage log is read whole (sidecar_files.read_lines)"
 GREP = (
     "no owner yet: grep's search holds a whole line, even one without the word (the system grep "
     "buffers it, the Python fallback reads the file whole: tools/grep.py)"
@@ -203,20 +225,24 @@ GREP = (
 
 CASES = [
     Case("ls", hostile_meta, "cli('ls')", H5_META),
-    Case("ls --json", hostile_meta, "cli('ls', '--json')", H5_META),
     Case("ls --user", hostile_meta, "cli('ls', '--user', 'alice')", H5_META),
     Case("ls", hostile_times, "cli('ls')"),
+    Case("ls", hostile_lineage, "cli('ls')", JSON_SIDECAR),
+    Case("ls", hostile_usage, "cli('ls')"),
     Case("show", hostile_times, "cli('show', 's')", H5_TIMES),
     Case("show", hostile_meta, "cli('show', 's')", H5_META),
-    Case("show --json", hostile_times, "cli('show', 's', '--json')", H5_TIMES),
     Case("show --html", hostile_meta, "cli('show', 's', '--html')", H5_META),
     Case("stats", hostile_archive, "cli('stats')", H4),
     Case("stats", hostile_times, "cli('stats', 's')"),
+    Case("stats", hostile_usage, "cli('stats')", USAGE_LOG),
     Case("restore --list", hostile_archive, "cli('restore', '--list')", H4),
-    Case("restore --list --json", hostile_archive, "cli('restore', '--list', '--json')", H4),
     Case("serve index", hostile_meta, "serve('/', '/api/sessions')", H6),
     Case("serve page", hostile_meta, "serve('/session?id=s')", H6),
     Case("serve page", hostile_times, "serve('/session?id=s')", H6),
+    Case("serve index", hostile_lineage, "serve('/', '/api/sessions')", JSON_SIDECAR),
+    Case("serve page", hostile_usage, "serve('/session?id=s')", USAGE_LOG),
+    Case("check", hostile_lineage, "cli('check')", JSON_SIDECAR),
+    Case("check", hostile_run, "cli('check')", JSON_SIDECAR),
     Case(
         "recall",
         hostile_meta,
@@ -232,7 +258,6 @@ CASES = [
     ),
     Case("grep", hostile_meta, "cli('grep', 'refund')"),
     Case("grep", hostile_session, "cli('grep', 'refund')", GREP),
-    Case("grep -i", hostile_session, "cli('grep', '-i', 'refund')", GREP),
 ]
 
 
