@@ -74,8 +74,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     ls = command_parser(
         commands,
         "ls",
-        "list sessions: item count, size, last modified, newest first; marks paused runs and forks",
-        f"{PROG} ls --dir sessions\n{PROG} ls --tree\n{PROG} ls --tag bug --user user-42 --json",
+        "list sessions: item count, size, last activity, most recent first; marks paused runs and forks",
+        f"{PROG} ls --dir sessions\n{PROG} ls --tree\n{PROG} ls --tag bug --user user-42 --json\n"
+        f"{PROG} ls --limit 20",
         json=True,
     )
     ls.add_argument("--tree", action="store_true", help="show forks under the session they were forked from")
@@ -87,6 +88,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="only sessions tagged TAG (repeat: all of them)",
     )
     ls.add_argument("--user", metavar="OWNER", help="only sessions whose owner is OWNER (see `meta --owner`)")
+    ls.add_argument(
+        "--limit", type=count_type, metavar="N", help="only the N most recently active (reads only those)"
+    )
 
     meta = command_parser(
         commands,

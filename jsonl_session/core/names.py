@@ -76,6 +76,8 @@ def id_for(filename: str) -> str | None:
     stem = filename[: -len(SUFFIX)]
     if not stem:
         return None
+    if _PLAIN_ID.fullmatch(stem) and len(stem) <= MAX_NAME_BYTES:
+        return stem  # what filename_for(stem) gives back: a listing of 100,000 sessions skips that call
     # Only names we would have produced count: this skips editor swap files and the like.
     try:
         if "%" in stem:

@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 from ..core import errors, item_times, reads, sidecar_files
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
-from ..core.names import DEFAULT_DIRECTORY, META, filename_for, id_for
+from ..core.names import DEFAULT_DIRECTORY, META, TIMES, filename_for, id_for
 from ..core.transaction import Transaction
-from .session_info import SessionInfo, in_datetime_range, utc_seconds
+from .listing_cache import ListingCache
+from .session_info import SessionInfo, in_datetime_range, utc_microseconds, utc_seconds
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -34,19 +35,8 @@ __all__ = [
     "SessionDirectory",
     "SessionInfo",
     "id_for",
-    "last_activity",
     "utc_seconds",
 ]
-
-
-def last_activity(path: str, mtime: float) -> float:
-    """When the session at ``path`` was last active (``ls``): its newest item's time, else ``mtime``.
-
-    The time comes from the ``.times`` sidecar (see ``core.item_times``); a session without
-    one, or whose newest item has no time (written by hand), is as recent as its file.
-    """
-    newest = item_times.newest_item_time(path)
-    return mtime if newest is None else newest
 
 
 class SessionDirectory:
@@ -110,68 +100,98 @@ class SessionDirectory:
         on_error: Callable[[Path, Exception], None] | None = None,
         tags: Sequence[str] = (),
         owner: str | None = None,
+        limit: int | None = None,
+        after: SessionInfo | str | None = None,
     ) -> list[SessionInfo]:
-        """Every session with its item count, size and modification time, newest first.
+        """Sessions with their item count, size and last activity, most recently active first.
 
-        Which sessions have a paused run, a lineage or metadata is read off the one folder
-        listing; only forks and sessions with metadata cost a read more (their ``.lineage`` for
-        ``forked_from``, their ``.meta`` for ``title``, ``tags`` and ``owner``).
+        Args:
+            on_error: Called with ``(path, error)`` for a session that cannot be read (no
+                permission, its lock held past ``lock_timeout``, a broken lineage or metadata
+                file), which is skipped; by default a :class:`SkippedSessionWarning` names it.
+            tags: Only sessions that have every one of these tags (exactly, case included).
+            owner: Only sessions this owner owns. With ``tags`` or ``owner``, a session without
+                metadata is left out without being read.
+            limit: At most this many: a page, for a chat sidebar or any list that grows.
+            after: The next page: the sessions after this one (the last :class:`SessionInfo` of
+                the previous page, or its id) in the same order.
 
-        With ``tags``, only the sessions that have every one of them (exactly, case included);
-        with ``owner``, only those it owns. A session without metadata is then left out without
-        being read.
+        Only the sessions returned are read, and not even those when nothing changed: their
+        item counts and last activity come from a cache kept outside the folder
+        (:mod:`~jsonl_session.session.listing_cache`), taken only while each file's inode, size
+        and times prove it unchanged. Ranking needs one ``lstat`` per session (two with a
+        ``.times`` sidecar); a page of an unchanged folder opens no session file.
 
-        A session that cannot be read (no permission, its lock held past ``lock_timeout``, a
-        broken lineage or metadata file) is skipped and passed to ``on_error(path, error)``; by default a
-        :class:`SkippedSessionWarning` names it. One such file used to fail the whole list.
+        Example:
+            >>> store = SessionDirectory("sessions")
+            >>> page = store.list(owner="user-42", limit=20)                # doctest: +SKIP
+            >>> more = store.list(owner="user-42", limit=20, after=page[-1])  # doctest: +SKIP
         """
-        infos = []
-        listing = self._scan()
-        names = {entry.name for entry in listing}
         if isinstance(tags, str):
             raise TypeError("tags must be a list of strings, not one string")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
+        listing = self._scan()
+        names = {entry.name for entry in listing}
         wanted = frozenset(tags)
+        cache = ListingCache.load(self._folder)
+        ranked: list[tuple[float, str, str, str, os.stat_result, bool, float | None]] = []
+        filtered = bool(wanted) or owner is not None
         for session_id, entry in self._entries(listing):
-            path = self._path_of(entry.name)
-            kinds = sidecar_files.present(entry.name, names)
-            if (wanted or owner is not None) and META not in kinds:
+            name = entry.name
+            has_meta = name + META in names
+            if filtered and not has_meta:
                 continue  # no metadata: it cannot match, and is not read
+            path = self._path_of(name)
             try:
-                about = _about(path) if META in kinds else (None, (), None)
-                if not wanted <= set(about[1]) or (owner is not None and about[2] != owner):
-                    continue
-                counted = _count(path, self.lock_timeout)
-                if counted is not None and not in_datetime_range(counted[0].st_mtime):
+                file_stat = os.lstat(path)
+                if not in_datetime_range(file_stat.st_mtime):
                     raise SessionFileError(
                         path, "modified outside the years 1-9999, which datetime cannot hold"
                     )
-                forked_from = _forked_from(path) if sidecar_files.LINEAGE in kinds else None
-            except (OSError, JSONLSessionError) as exc:
-                if on_error is None:
-                    warnings.warn(
-                        SkippedSessionWarning(f"{errors.describe_error(exc)}; skipped"), stacklevel=2
-                    )
-                else:
-                    from pathlib import Path
-
-                    on_error(Path(path), exc)
-                continue
-            if counted is None:
+                newest = _newest_item_time(cache, name, path, file_stat, name + TIMES in names)
+            except FileNotFoundError:
                 continue  # deleted since we listed the folder
-            file_stat, items = counted
+            except (OSError, JSONLSessionError) as exc:
+                _skipped(on_error, path, exc)
+                continue
+            rank = utc_microseconds(file_stat.st_mtime) / 1_000_000 if newest is None else newest
+            ranked.append((rank, session_id, name, path, file_stat, has_meta, newest))
+        ranked.sort(reverse=True)  # by activity, then id: ids are unique, so no further field counts
+        if after is not None:
+            ranked = _after(ranked, after, self._folder)
+        infos: list[SessionInfo] = []
+        for _rank, session_id, name, path, file_stat, has_meta, newest in ranked:
+            if limit is not None and len(infos) >= limit:
+                break
+            try:
+                about = _about(path) if has_meta else (None, (), None)
+                if not wanted <= set(about[1]) or (owner is not None and about[2] != owner):
+                    continue
+                items = cache.items(name, file_stat)
+                if items is None:
+                    counted = _count(path, self.lock_timeout)
+                    if counted is None:
+                        continue  # deleted since we listed the folder
+                    file_stat, items = counted
+                    cache.remember_items(name, file_stat, items)
+                forked_from = _forked_from(path) if name + sidecar_files.LINEAGE in names else None
+            except (OSError, JSONLSessionError) as exc:
+                _skipped(on_error, path, exc)
+                continue
             infos.append(
                 SessionInfo._listed(
                     session_id,
                     path,
                     file_stat,
                     items,
-                    paused=sidecar_files.RUN in kinds,
+                    paused=name + sidecar_files.RUN in names,
                     forked_from=forked_from,
                     about=about,
+                    activity=newest,
                 )
             )
-        # newest first, as ``modified`` orders them (to the microsecond), without making it
-        infos.sort(key=lambda info: (info._microseconds, info.session_id), reverse=True)
+        cache.save()
         return infos
 
     def session_path(self, session_id: str) -> str:
@@ -186,7 +206,10 @@ class SessionDirectory:
 
     def _path_of(self, file_name: str) -> str:
         """``str(self.directory / file_name)``, without pathlib (``ls``, ``grep``)."""
-        return file_name if self._folder == "." else os.path.join(self._folder, file_name)
+        folder = self._folder
+        if folder == ".":
+            return file_name
+        return folder + file_name if folder.endswith("/") else f"{folder}/{file_name}"
 
     def delete(self, session_id: str) -> bool:
         """Delete a session's file and its metadata under its lock; False if there was none.
@@ -262,6 +285,49 @@ class SessionDirectory:
             session_id = id_for(entry.name)
             if session_id is not None and entry.is_file(follow_symlinks=False):
                 yield session_id, entry
+
+
+def _newest_item_time(
+    cache: ListingCache, name: str, path: str, file_stat: os.stat_result, has_times: bool
+) -> float | None:
+    """When the session's newest item was added (its ``.times``), from the cache if nothing changed."""
+    if not has_times:
+        return None
+    try:
+        times_stat: os.stat_result | None = os.lstat(path + TIMES)
+    except FileNotFoundError:
+        times_stat = None
+    cached = cache.activity(name, file_stat, times_stat)
+    if cached is not False:
+        return cached
+    newest = item_times.newest_item_time(path)
+    cache.remember_activity(name, file_stat, times_stat, newest)
+    return newest
+
+
+def _after(ranked: list[Any], after: SessionInfo | str, folder: str) -> list[Any]:
+    """The rows ranked after ``after`` (a listed session, or an id in the folder)."""
+    if isinstance(after, SessionInfo):
+        key = (after.last_activity, after.session_id)
+    elif isinstance(after, str):
+        found = [(row[0], row[1]) for row in ranked if row[1] == after]
+        if not found:
+            raise SessionNotFoundError(
+                os.path.join(folder, filename_for(after)), "no such session to list after"
+            )
+        key = found[0]
+    else:
+        raise TypeError(f"after must be a SessionInfo or a session id, not {type(after).__name__}")
+    return [row for row in ranked if (row[0], row[1]) < key]
+
+
+def _skipped(on_error: Callable[[Path, Exception], None] | None, path: str, exc: Exception) -> None:
+    if on_error is None:
+        warnings.warn(SkippedSessionWarning(f"{errors.describe_error(exc)}; skipped"), stacklevel=3)
+    else:
+        from pathlib import Path
+
+        on_error(Path(path), exc)
 
 
 def _count(path: str, lock_timeout: float) -> tuple[os.stat_result, int] | None:

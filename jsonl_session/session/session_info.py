@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
-__all__ = ["SessionInfo", "in_datetime_range", "utc_seconds"]
+__all__ = ["SessionInfo", "in_datetime_range", "utc_microseconds", "utc_seconds"]
 
 
 class SessionInfo:
@@ -24,7 +24,9 @@ class SessionInfo:
     ``forked_from`` names the session this one was forked from (``<file>.jsonl.lineage``), and
     ``title``, ``tags`` and ``owner`` are what ``set_metadata`` stored (``<file>.jsonl.meta``;
     None, ``()`` and None without one: no default title here, which would mean reading every
-    session's items).
+    session's items). ``last_activity`` is when its newest item was added (seconds since 1970,
+    from ``<file>.jsonl.times``), or ``mtime`` when that is unknown: what ``ls`` shows and
+    orders by, as a pop or an edit changes the file but is not activity.
     Written out rather than a frozen dataclass: importing ``dataclasses`` (it brings
     ``inspect``) cost ``jsonl-session ls`` about 12 ms, a third of its start-up. It compares,
     hashes, pickles, copies and matches (``case SessionInfo(id, path, items)``) as that
@@ -46,6 +48,7 @@ class SessionInfo:
         "title",
         "tags",
         "owner",
+        "last_activity",
     )
     # What each field is stored as: path and modified behind properties. A listed session leaves
     # them None and keeps the file's name and its time in microseconds until they are read.
@@ -60,6 +63,7 @@ class SessionInfo:
         "title",
         "tags",
         "owner",
+        "_activity",
     )
     __slots__ = (*_STORED, "_name", "_microseconds", "__weakref__")
     session_id: str
@@ -72,6 +76,7 @@ class SessionInfo:
     title: str | None
     tags: tuple[str, ...]
     owner: str | None
+    _activity: float | None
     _name: str
     _microseconds: int
 
@@ -87,8 +92,21 @@ class SessionInfo:
         title: str | None = None,
         tags: tuple[str, ...] = (),
         owner: str | None = None,
+        last_activity: float | None = None,
     ) -> None:
-        self._set(session_id, path, items, size, modified, paused, forked_from, title, tuple(tags), owner)
+        self._set(
+            session_id,
+            path,
+            items,
+            size,
+            modified,
+            paused,
+            forked_from,
+            title,
+            tuple(tags),
+            owner,
+            last_activity,
+        )
 
     @classmethod
     def _listed(
@@ -100,13 +118,14 @@ class SessionInfo:
         paused: bool,
         forked_from: str | None,
         about: tuple[str | None, tuple[str, ...], str | None] = (None, (), None),
+        activity: float | None = None,
     ) -> SessionInfo:
         """A listed session, its ``Path`` and ``datetime`` made on first use; ``about`` is
         (title, tags, owner)."""
         info = cls.__new__(cls)
-        info._set(session_id, None, items, file_stat.st_size, None, paused, forked_from, *about)
+        info._set(session_id, None, items, file_stat.st_size, None, paused, forked_from, *about, activity)
         object.__setattr__(info, "_name", path)
-        object.__setattr__(info, "_microseconds", _microseconds(file_stat.st_mtime))
+        object.__setattr__(info, "_microseconds", utc_microseconds(file_stat.st_mtime))
         return info
 
     def _set(self, *values: object) -> None:
@@ -133,6 +152,11 @@ class SessionInfo:
             object.__setattr__(self, "_modified", epoch + timedelta(microseconds=self._microseconds))
             assert self._modified is not None
         return self._modified
+
+    @property
+    def last_activity(self) -> float:
+        """When the newest item was added (seconds since 1970), else :attr:`mtime`."""
+        return self.mtime if self._activity is None else self._activity
 
     @property
     def mtime(self) -> float:
@@ -176,15 +200,17 @@ def utc_seconds(mtime: float) -> int:
         >>> utc_seconds(1.9999996), utc_seconds(1.9999994), utc_seconds(-0.5)
         (2, 1, -1)
     """
-    return _microseconds(mtime) // 1_000_000
+    return utc_microseconds(mtime) // 1_000_000
 
 
 def in_datetime_range(mtime: float) -> bool:
     """Whether a ``datetime`` can hold ``mtime`` (the years 1 to 9999); a file can be stamped later."""
-    return -62_135_596_800_000_000 <= _microseconds(mtime) <= 253_402_300_799_999_999
+    if -6e10 < mtime < 2.5e11:  # far from both ends (years 68 and 9892): no rounding can matter
+        return True
+    return -62_135_596_800_000_000 <= utc_microseconds(mtime) <= 253_402_300_799_999_999
 
 
-def _microseconds(mtime: float) -> int:
+def utc_microseconds(mtime: float) -> int:
     """``mtime`` rounded to the microsecond as ``datetime.fromtimestamp`` rounds it (half to even)."""
     fraction, whole = math.modf(mtime)
     return int(whole) * 1_000_000 + round(fraction * 1e6)

@@ -1,0 +1,243 @@
+"""Item counts and last activity of a folder's sessions, kept between listings (``ls`` at scale).
+
+Counting a session's items reads every byte of it, and its last activity reads its ``.times``
+sidecar and its last line: a folder of a million sessions cannot be listed that way each time.
+This cache keeps, per session file, what was found and the proof that the file has not changed
+since: its inode, size and modification and change times in nanoseconds, and the same of its
+``.times`` sidecar. A listing takes a cached value only when all of these still match what
+``lstat`` says now, and reads the file again otherwise: the cache is never trusted blindly.
+A file changed in the last two seconds is not cached at all: file system clocks tick coarsely,
+so a same-size rewrite within one tick would still match (git calls such entries "racily clean").
+
+The cache lives outside the folder, ``$XDG_CACHE_HOME/jsonl-session/`` (else
+``~/.cache/jsonl-session/``), one file per folder named by a checksum of the folder's real path,
+which the file repeats: a session folder in git stays clean, and a read-only folder still lists
+fast. Like any file it is input: one that is malformed, too big or for another folder is ignored
+and rebuilt. Saving it is best effort, by atomic replace (no cache directory, no cache).
+``JSONL_SESSION_CACHE=off`` turns it off.
+
+The layout loads in a few C calls even for a million sessions, and without orjson (whose import
+alone would double ``ls``'s start-up): a line ``jsonl-session listing cache 1 <byte order>``, the
+folder's real path and a newline, the number of sessions and the size of the names (8 bytes
+each, little-endian), the file names joined by NUL, then 10 signed 64-bit integers per session
+in the machine's byte order: the session file's inode, size, mtime and ctime (ns), its item
+count (-1: not counted), its newest item's time (ms; -1: not read, -2: none), and the ``.times``
+file's inode, size, mtime and ctime (-1 each: no ``.times``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from array import array
+
+__all__ = ["ListingCache"]
+
+_MAGIC = f"jsonl-session listing cache 1 {sys.byteorder}\n".encode()
+MAX_BYTES = 512 * 1024 * 1024
+"""A bigger cache file is ignored (a million sessions take about 100 MB)."""
+RACY_NS = 2_000_000_000
+_FIELDS = (
+    10  # ino, size, mtime, ctime, items, newest item (ms), and the .times file's ino, size, mtime, ctime
+)
+_UNKNOWN = -1  # not read yet
+_NONE = -2  # read: no item has a time
+
+
+def _matches(entry: list[int], stat: os.stat_result) -> bool:
+    return (
+        entry[0] == stat.st_ino
+        and entry[1] == stat.st_size
+        and entry[2] == stat.st_mtime_ns
+        and entry[3] == stat.st_ctime_ns
+    )
+
+
+def _matches_times(entry: list[int], times: os.stat_result | None) -> bool:
+    if times is None:
+        return entry[6] == entry[7] == entry[8] == entry[9] == _UNKNOWN
+    return (
+        entry[6] == times.st_ino
+        and entry[7] == times.st_size
+        and entry[8] == times.st_mtime_ns
+        and entry[9] == times.st_ctime_ns
+    )
+
+
+def _racy(stat: os.stat_result) -> bool:
+    return max(stat.st_mtime_ns, stat.st_ctime_ns) > time.time_ns() - RACY_NS
+
+
+def _key(stat: os.stat_result | None) -> list[int]:
+    if stat is None:
+        return [_UNKNOWN] * 4
+    return [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
+class ListingCache:
+    """One folder's cached counts and activity times; ``load``, look up, ``save``."""
+
+    def __init__(self, folder: str, path: str | None, names: list[str], numbers: array[int]) -> None:
+        self.folder = folder
+        self.path = path
+        self._index = {name: position for position, name in enumerate(names)}
+        self._numbers = numbers  # _FIELDS per name, in the order of ``names``
+        self._fresh: dict[str, list[int]] = {}  # entries made or changed by this listing
+        self._seen: set[str] = set()
+        self._changed = False
+
+    @classmethod
+    def load(cls, folder: str) -> ListingCache:
+        """The cache of ``folder`` (empty when there is none, or it cannot be trusted)."""
+        path = _cache_path(folder)
+        if path is None:
+            return cls(folder, None, [], array("q"))
+        return cls(folder, path, *_read(path, os.path.realpath(folder)))
+
+    def _get(self, name: str) -> list[int] | None:
+        entry = self._fresh.get(name)
+        if entry is not None:
+            return entry
+        position = self._index.get(name)
+        if position is None:
+            return None
+        return self._numbers[position * _FIELDS : (position + 1) * _FIELDS].tolist()
+
+    def items(self, name: str, stat: os.stat_result) -> int | None:
+        """The cached item count of the session file ``name`` if ``stat`` proves it unchanged."""
+        self._seen.add(name)
+        entry = self._get(name)
+        if entry is None or not _matches(entry, stat) or entry[4] < 0:
+            return None
+        return entry[4]
+
+    def activity(self, name: str, stat: os.stat_result, times: os.stat_result | None) -> float | None | bool:
+        """The cached newest item time (seconds; None: it has none) if the file and ``.times`` are
+        unchanged, else False (not known: read it)."""
+        self._seen.add(name)
+        entry = self._get(name)
+        if entry is None or not _matches(entry, stat) or not _matches_times(entry, times):
+            return False
+        newest = entry[5]
+        if newest == _UNKNOWN:
+            return False
+        return None if newest == _NONE else newest / 1000
+
+    def remember_items(self, name: str, stat: os.stat_result, items: int) -> None:
+        """Keep ``name``'s item count as of ``stat``, unless the file changed just now."""
+        if _racy(stat):
+            return
+        entry = self._entry(name, stat)
+        if entry[4] != items:
+            entry[4] = items
+            self._changed = True
+
+    def remember_activity(
+        self, name: str, stat: os.stat_result, times: os.stat_result | None, newest: float | None
+    ) -> None:
+        """Keep ``name``'s newest item time as of ``stat`` and ``times``, unless either changed just now."""
+        if _racy(stat) or (times is not None and _racy(times)):
+            return
+        entry = self._entry(name, stat)
+        value = _NONE if newest is None else round(newest * 1000)
+        if entry[5] != value or not _matches_times(entry, times):
+            entry[5] = value
+            entry[6:] = _key(times)
+            self._changed = True
+
+    def _entry(self, name: str, stat: os.stat_result) -> list[int]:
+        """``name``'s entry to change: kept if ``stat`` matches it, else a new one."""
+        entry = self._get(name)
+        if entry is None or not _matches(entry, stat):
+            entry = [*_key(stat), _UNKNOWN, _UNKNOWN, *_key(None)]
+            self._changed = True
+        self._fresh[name] = entry
+        return entry
+
+    def save(self) -> None:
+        """Write the cache if it changed, keeping only the sessions this listing saw (best effort)."""
+        if self._index.keys() - self._seen:
+            self._changed = True  # sessions gone from the folder: forget them
+        if not self._changed or self.path is None:
+            return
+        names = sorted(self._seen & (self._index.keys() | self._fresh.keys()))
+        numbers = array("q")
+        for name in names:
+            entry = self._get(name)
+            assert entry is not None
+            numbers.extend(entry)
+        blob = b"\0".join(os.fsencode(name) for name in names)
+        data = b"".join(
+            [
+                _MAGIC,
+                os.fsencode(os.path.realpath(self.folder)) + b"\n",
+                len(names).to_bytes(8, "little"),
+                len(blob).to_bytes(8, "little"),
+                blob,
+                numbers.tobytes(),
+            ]
+        )
+        temporary = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(temporary, self.path)
+        except OSError:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def _cache_path(folder: str) -> str | None:
+    if os.environ.get("JSONL_SESSION_CACHE", "").lower() in ("off", "0", "no"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(base):
+        return None  # the XDG rule: a relative path is to be ignored
+    import zlib
+
+    real = os.path.realpath(folder)
+    return os.path.join(
+        base, "jsonl-session", f"listing-{zlib.crc32(real.encode(errors='surrogateescape')):08x}"
+    )
+
+
+def _read(path: str, real_folder: str) -> tuple[list[str], array[int]]:
+    """The names and numbers of a cache file for ``real_folder``; empty if missing or not trustworthy."""
+    nothing: tuple[list[str], array[int]] = ([], array("q"))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return nothing
+    try:
+        import stat
+
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+            return nothing
+        data = b"".join(iter(lambda: os.read(fd, 1 << 22), b""))
+    except OSError:
+        return nothing
+    finally:
+        os.close(fd)
+    folder = os.fsencode(real_folder) + b"\n"
+    start = len(_MAGIC) + len(folder)
+    if not data.startswith(_MAGIC) or data[len(_MAGIC) : start] != folder or len(data) < start + 16:
+        return nothing
+    count = int.from_bytes(data[start : start + 8], "little")
+    names_size = int.from_bytes(data[start + 8 : start + 16], "little")
+    numbers_at = start + 16 + names_size
+    if len(data) - numbers_at != count * _FIELDS * 8:
+        return nothing
+    names = os.fsdecode(data[start + 16 : numbers_at]).split("\0") if count else []
+    if len(names) != count:
+        return nothing
+    numbers = array("q")
+    numbers.frombytes(data[numbers_at:])
+    return names, numbers
