@@ -2,9 +2,11 @@
 
 The mirror itself is the library's (``transfer.mirror``: catch up, then follow, retry after an
 outage); this prints what it reports. Outcome lines (``--json``: one JSON object per session)
-go to stdout, the progress bar, notices and the summary to stderr. Exit codes: 0 done (or
+go to stdout, the progress bar, notices and the summary to stderr; session ids and every
+other foreign string are printed escaped (``--json`` keeps them exact). Exit codes: 0 done (or
 stopped by SIGTERM, once what the files hold is mirrored), 1 a failure or, with ``--verify``,
-any difference, 2 a usage error, 130 Ctrl-C.
+any difference, 2 a usage error or a refused ``--delete`` (a folder that cannot be read, or
+most of the database at once without ``--yes``), 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from .. import JSONLSessionError
-from ..transfer.urls import quotes_password, shown_url
+from ..render.terminal_text import printable
+from ..transfer.urls import error_line, quotes_password, shown_url
 from .lookup import directory
-from .output import Failure, note, print_json
+from .output import Failure, UsageError, note, print_json
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -34,19 +37,19 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     from ..transfer.mirror import catch_up_mirror, mirror_folder
 
     url, folder, screen = args.to, directory(args), _Screen()
+    guard = {"delete": args.delete, "mass_delete": args.yes}
     if args.once or args.dry_run or args.verify:
         dry_run = args.dry_run or args.verify
-        work = catch_up_mirror(folder, url, delete=args.delete, dry_run=dry_run, progress=screen.progress)
+        work = catch_up_mirror(folder, url, dry_run=dry_run, progress=screen.progress, **guard)
         outcomes = asyncio.run(_one_line_errors(url, work, screen))
         screen.end_line()
         for outcome in outcomes:
             if args.json:
                 print_json(outcome.as_json())
             elif outcome.status != "same":
-                print(outcome.describe(dry_run=dry_run))
-        note(
-            _summary(outcomes, url, "verified" if args.verify else "dry run" if args.dry_run else "caught up")
-        )
+                print(shown(outcome.describe(dry_run=dry_run)))
+        verb = "verified" if args.verify else "dry run" if args.dry_run else "caught up"
+        note(_summary(outcomes, url, verb, dry_run=dry_run))
         failed = any(outcome.status == "failed" for outcome in outcomes)
         return 1 if failed or (args.verify and any(outcome.differs for outcome in outcomes)) else 0
 
@@ -55,7 +58,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
             print_json(outcome.as_json())
             sys.stdout.flush()  # a script reads it as it happens
         elif outcome.status == "failed":
-            screen.say(outcome.describe())
+            screen.say(shown(outcome.describe()))
 
     import signal
     import threading
@@ -63,15 +66,23 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     # A service manager's stop (SIGTERM): what the files hold is mirrored, then exit 0.
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    options = {"delete": args.delete, "report": report, "notice": screen.say, "progress": screen.progress}
+    options = {"report": report, "notice": screen.say, "progress": screen.progress, **guard}
     asyncio.run(_one_line_errors(url, mirror_folder(folder, url, stop_event=stop, **options), screen))
     screen.end_line()
     return 0
 
 
-def _summary(outcomes: list[MirrorOutcome], url: str, verb: str) -> str:
+def shown(line: str) -> str:
+    """One line for a person: control characters escaped, and line breaks too (an id or a
+    foreign row may hold them; a line must stay one line)."""
+    return printable(line).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _summary(outcomes: list[MirrorOutcome], url: str, verb: str, *, dry_run: bool = False) -> str:
     counts: Counter[str] = Counter(outcome.status for outcome in outcomes)
     labels = {"same": "up to date", "kept": "only there (kept)"}
+    if dry_run:  # nothing was written: say what would have been
+        labels |= {status: f"would be {status}" for status in ("created", "appended", "rewritten", "deleted")}
     order = ("same", "created", "appended", "rewritten", "deleted", "kept", "failed")
     parts = [f"{counts[status]} {labels.get(status, status)}" for status in order if counts[status]]
     sessions = sum(1 for outcome in outcomes if outcome.status != "kept")
@@ -116,18 +127,18 @@ async def _one_line_errors(url: str, work: Any, screen: _Screen) -> Any:
 @asynccontextmanager
 async def _database_errors(url: str, screen: _Screen) -> AsyncIterator[None]:
     """A database's own exceptions (connection refused, bad credentials...) as one line, no password."""
+    from ..transfer.mirror import FolderUnavailable, MassDeletionRefused
+
     try:
         yield
+    except (FolderUnavailable, MassDeletionRefused) as exc:  # refused before anything was deleted
+        screen.end_line()
+        raise UsageError(str(exc)) from None
     except (Failure, JSONLSessionError):
         screen.end_line()
         raise
     except Exception as exc:
         screen.end_line()
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        if quotes_password(first_line, url):
-            first_line = (
-                "(message not shown: it quotes the password; percent-encode any '/', '@' or ':' in it)"
-            )
-        elif isinstance(exc, ValueError):
+        if isinstance(exc, ValueError) and not quotes_password(str(exc), url):
             raise
-        raise Failure(f"{shown_url(url)}: {type(exc).__name__}: {first_line}") from None
+        raise Failure(f"{shown_url(url)}: {error_line(exc, url)}") from None

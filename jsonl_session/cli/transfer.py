@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 from .. import JSONLSessionError
-from ..transfer.urls import quotes_password, shown_url
+from ..transfer.urls import error_line, quotes_password, shown_url
 from .lookup import directory, existing, open_session
 from .output import Failure, error, note, plural
 
@@ -110,9 +110,9 @@ def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
         if outcome.status in ("appended", "replaced"):
             note(f"{outcome.session_id}: {outcome.describe()}")
         elif outcome.status == "differs":
-            print(f"{outcome.session_id}: {outcome.describe()}; not overwritten", file=sys.stderr)
+            note(f"{outcome.session_id}: {outcome.describe()}; not overwritten")
         elif outcome.status == "failed":
-            print(f"{outcome.session_id}: failed: {outcome.detail}", file=sys.stderr)
+            note(f"{outcome.session_id}: failed: {outcome.detail}")
     counts = Counter(outcome.status for outcome in outcomes)
     copied = sum(outcome.items for outcome in outcomes if outcome.status == "copied")
     appended = sum(outcome.items for outcome in outcomes if outcome.status == "appended")
@@ -157,15 +157,9 @@ async def _backend_errors(url: str) -> AsyncIterator[None]:
     except (Failure, JSONLSessionError):
         raise
     except Exception as exc:  # redis.ConnectionError, sqlalchemy OperationalError, a driver ValueError...
-        first_line = (str(exc).strip().splitlines() or [""])[0]  # SQLAlchemy appends "(Background on ...)"
-        if quotes_password(first_line, url):
-            # e.g. redis-py on an unencoded "/" in it: "Port could not be cast to integer value as 'hun'"
-            first_line = (
-                "(message not shown: it quotes the password; percent-encode any '/', '@' or ':' in it)"
-            )
-        elif isinstance(exc, ValueError):
+        if isinstance(exc, ValueError) and not quotes_password(str(exc), url):
             raise
-        raise Failure(f"{shown_url(url)}: {type(exc).__name__}: {first_line}") from None
+        raise Failure(f"{shown_url(url)}: {error_line(exc, url)}") from None
 
 
 def _progress_bar(verb: str, unit: str = "items") -> Any:

@@ -73,6 +73,11 @@ def add_transfer_commands(commands: Commands) -> None:
     mirror.add_argument(
         "--delete", action="store_true", help="delete there what is deleted here (default: kept there)"
     )
+    mirror.add_argument(
+        "--yes",
+        action="store_true",
+        help="with --delete: let one pass delete more than half of the sessions stored (and more than 3)",
+    )
     once = mirror.add_mutually_exclusive_group()
     once.add_argument("--once", action="store_true", help="catch up once and exit, without following")
     once.add_argument("--dry-run", action="store_true", help="say what catching up would change")

@@ -15,12 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..core.errors import BackendUnavailable, InvalidBackendURL
+from .sdk_schema import (
+    MESSAGES_TABLE,
+    SESSIONS_TABLE,
+    id_problem,
+    kind_of,
+    redis_client,
+    redis_ids,
+    session_key,
+    sql_engine,
+    sql_ids,
+    unique,
+)
 from .urls import quotes_password, shown_url
 
 __all__ = [
@@ -95,6 +106,8 @@ class Backend:
         self.flavour = flavour
         """``sqlite`` (``handle``: the file's path), ``redis`` (the client), ``sqlalchemy`` (the engine)."""
         self.handle = handle
+        self.kind = kind_of(url)
+        """What ``sdk_schema.refusal`` checks ids against: ``sqlite``, ``redis``, ``postgresql``, ``sql``."""
         self._make = make
         self._list_ids = list_ids
         self._close = close
@@ -118,31 +131,13 @@ class Backend:
         A foreign id is one this package cannot copy to a file (not UTF-8 text, empty, not a
         usable file name): whatever wrote it, it is reported, not copied, and the rest goes on.
         """
-        from ..core.names import filename_for
-
         ids, foreign = set(), []
         for raw in await self._list_ids():
-            if isinstance(raw, _Blob):
-                foreign.append((repr(raw.value)[:80], "the id is a BLOB, not text; not copied"))
-                continue
-            if isinstance(raw, bytes | bytearray | memoryview):
-                try:
-                    raw = bytes(raw).decode()
-                except UnicodeDecodeError:
-                    foreign.append((repr(bytes(raw))[:80], "the id is not UTF-8 text; not copied"))
-                    continue
-            if not isinstance(raw, str):
-                foreign.append((repr(raw)[:80], f"the id is not text (a {type(raw).__name__}); not copied"))
-                continue
-            if not raw:
-                foreign.append(("''", "the id is empty; not copied"))
-                continue
-            try:
-                filename_for(raw)
-            except ValueError as exc:
-                foreign.append((raw if len(raw) <= 80 else raw[:77] + "...", f"{exc}; not copied"))
-                continue
-            ids.add(raw)
+            shown, problem = id_problem(raw)
+            if problem is None:
+                ids.add(shown)
+            else:
+                foreign.append((shown, problem))
         return sorted(ids), sorted(foreign)
 
     async def add_empty(self, session_id: str) -> None:
@@ -190,7 +185,8 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
             for session in list(opened):
                 close_sqlite(session)
     elif scheme in ("redis", "rediss", "unix"):
-        client, redis_session = _redis_client(url)
+        redis_session = _redis_session_class()
+        client = redis_client(url)
         try:
             yield Backend(
                 url,
@@ -204,7 +200,8 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
         finally:
             await client.aclose()
     elif scheme:
-        engine, sql_session = _sqlalchemy_engine(url)
+        sql_session = _sqlalchemy_session_class()
+        engine = sql_engine(url)
 
         def make_sql(session_id: str) -> Any:
             return sql_session(session_id, engine=engine)
@@ -212,11 +209,13 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
         try:
             # Tables are checked (and created) once, by a read through the SDK, rather than by
             # every session: that inspection costs more than copying one (benchmarks/transfer.py).
+            # (and the SDK's session configures the engine: SQLite's busy timeout and WAL, which
+            # the batched writes rely on as the SDK's own writers do).
             await sql_session("jsonl-session-setup", engine=engine, create_tables=True).get_items(limit=1)
             yield Backend(
                 url,
                 make_sql,
-                lambda: _sqlalchemy_ids(engine),
+                lambda: sql_ids(engine),
                 _keep,
                 lambda session_id: _sqlalchemy_add_empty(engine, session_id),
                 flavour="sqlalchemy",
@@ -231,11 +230,6 @@ async def open_backend(url: str) -> AsyncIterator[Backend]:
         )
 
 
-# The SDK's sessions have no "list sessions" call: these read the layout its stores document
-# (default table names and key prefix), and only ever read.
-_MESSAGES_TABLE = "agent_messages"
-_SESSIONS_TABLE = "agent_sessions"
-_REDIS_PREFIX = "agents:session:"
 # An empty session is stored as the SDK stores a session before its first item: a row of the
 # sessions table with no messages (SQL), the session's hash with no message list (Redis).
 
@@ -267,12 +261,12 @@ def _sqlite_ids(path: str) -> list[object]:
         return []  # nothing stored yet (an export creates it)
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         found: list[object] = []
-        for table in (_MESSAGES_TABLE, _SESSIONS_TABLE):
+        for table in (MESSAGES_TABLE, SESSIONS_TABLE):
             try:
                 found += [row[0] for row in db.execute(f"SELECT DISTINCT session_id FROM {table}")]
             except sqlite3.OperationalError:  # no such table: nothing was ever stored there
                 pass
-        return _unique(found)
+        return unique(found)
 
 
 def _sqlite_add_empty(path: str, session_id: str) -> None:
@@ -281,106 +275,33 @@ def _sqlite_add_empty(path: str, session_id: str) -> None:
     import sqlite3
 
     with contextlib.closing(sqlite3.connect(path)) as db, db:
-        db.execute(f"INSERT OR IGNORE INTO {_SESSIONS_TABLE} (session_id) VALUES (?)", (session_id,))
+        db.execute(f"INSERT OR IGNORE INTO {SESSIONS_TABLE} (session_id) VALUES (?)", (session_id,))
 
 
-class _Blob:
-    """An SQL ``session_id`` stored as bytes: not an id the SDK (or we) would write."""
-
-    def __init__(self, value: bytes) -> None:
-        self.value = value
-
-
-def _unique(values: list[object]) -> list[object]:
-    """``values`` without repeats; bytes (an SQL BLOB) wrapped as :class:`_Blob`."""
-    seen: dict[tuple[type, object], object] = {}
-    for value in values:
-        seen.setdefault((type(value), value), value)
-    return [
-        _Blob(bytes(value)) if isinstance(value, bytes | bytearray | memoryview) else value
-        for value in seen.values()
-    ]
-
-
-def _redis_client(url: str) -> tuple[Any, Any]:
+def _redis_session_class() -> Any:
     try:
         from agents.extensions.memory.redis_session import RedisSession
-        from redis.asyncio import Redis
     except ImportError:
         raise BackendUnavailable(_missing("redis://", "pip install 'jsonl-session[redis]'")) from None
-    return Redis.from_url(url), RedisSession
-
-
-async def redis_ids(client: Any) -> list[object]:
-    """Ids with a message list, and ids of empty sessions (a session hash without one); raw bytes."""
-    prefix = _REDIS_PREFIX.encode()
-    with_items, others = set(), []
-    async for key in client.scan_iter(match=_REDIS_PREFIX + "*", count=1000):
-        key = key if isinstance(key, bytes) else key.encode()
-        if key.endswith(b":messages"):
-            with_items.add(key[len(prefix) : -len(b":messages")])
-        elif not key.endswith(b":counter"):
-            others.append(key)
-    # A session hash whose id has no message list is an empty session if it names itself.
-    empty = []
-    for key in others:
-        session_id = key[len(prefix) :]
-        if session_id not in with_items and await _redis_names(client, key, session_id):
-            empty.append(session_id)
-    return [*with_items, *empty]
-
-
-async def _redis_names(client: Any, key: bytes, session_id: bytes) -> bool:
-    try:
-        return bool(await client.hget(key, "session_id") == session_id)
-    except Exception:  # noqa: BLE001  (WRONGTYPE: a key of someone else's)
-        return False
+    return RedisSession
 
 
 async def _redis_add_empty(client: Any, session_id: str) -> None:
     import time
 
-    key = _REDIS_PREFIX + session_id
+    key = session_key(session_id)
     await client.hset(key, "session_id", session_id)
     await client.hsetnx(key, "created_at", str(int(time.time())))
 
 
-def _sqlalchemy_engine(url: str) -> tuple[Any, Any]:
-    scheme, rest = url.split(":", 1)
-    if scheme.lower() in ("postgresql", "postgres"):
-        # SQLAlchemy's default PostgreSQL driver (psycopg2) is synchronous; the SDK needs an async one.
-        try:
-            importlib.import_module("asyncpg")
-        except ImportError:
-            raise BackendUnavailable(
-                f"{scheme}:// needs the asyncpg driver: pip install 'jsonl-session[postgresql]'"
-            ) from None
-        url = "postgresql+asyncpg:" + rest
+def _sqlalchemy_session_class() -> Any:
     try:
         from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
-        from sqlalchemy.ext.asyncio import create_async_engine
     except ImportError:
         raise BackendUnavailable(
             _missing("SQLAlchemy URLs", "pip install 'jsonl-session[sqlalchemy]' (or the URL's own driver)")
         ) from None
-    try:
-        return create_async_engine(url), SQLAlchemySession
-    except ImportError as exc:  # the driver named in the URL (aiosqlite, asyncpg...)
-        raise BackendUnavailable(f"{url.split(':', 1)[0]}: driver not installed ({exc})") from None
-    except Exception as exc:  # noqa: BLE001  (sqlalchemy's ArgumentError and friends: a malformed URL)
-        raise InvalidBackendURL(f"{url!r}: not a usable SQLAlchemy URL ({exc})") from None
-
-
-async def _sqlalchemy_ids(engine: Any) -> list[object]:
-    from sqlalchemy import inspect, text
-
-    found: list[object] = []
-    async with engine.connect() as connection:
-        for table in (_MESSAGES_TABLE, _SESSIONS_TABLE):
-            if await connection.run_sync(lambda sync, table=table: inspect(sync).has_table(table)):
-                rows = await connection.execute(text(f"SELECT DISTINCT session_id FROM {table}"))
-                found += [row[0] for row in rows]
-    return _unique(found)
+    return SQLAlchemySession
 
 
 async def _sqlalchemy_add_empty(engine: Any, session_id: str) -> None:
@@ -388,11 +309,11 @@ async def _sqlalchemy_add_empty(engine: Any, session_id: str) -> None:
 
     async with engine.begin() as connection:
         exists = await connection.execute(
-            text(f"SELECT 1 FROM {_SESSIONS_TABLE} WHERE session_id = :id"), {"id": session_id}
+            text(f"SELECT 1 FROM {SESSIONS_TABLE} WHERE session_id = :id"), {"id": session_id}
         )
         if exists.first() is None:
             await connection.execute(
-                text(f"INSERT INTO {_SESSIONS_TABLE} (session_id) VALUES (:id)"), {"id": session_id}
+                text(f"INSERT INTO {SESSIONS_TABLE} (session_id) VALUES (:id)"), {"id": session_id}
             )
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace as with_changes
-from typing import Any, TypeVar
+from typing import Any
 
 from ..core import worker_threads
 from ..core.codec import encode_items
@@ -43,7 +43,9 @@ from ..session.store import JSONLSession
 from . import companion, redis_store, sql_store, sqlite_store
 from .backends import Backend, open_backend
 from .companion import Metadata
+from .concurrently import each
 from .outcomes import Outcome, Status, plan
+from .sdk_schema import check_storable, refusal
 
 __all__ = [
     "CONCURRENCY",
@@ -63,7 +65,6 @@ CONCURRENCY = 8
 """Sessions (or batches of sessions) copied at once: enough to hide a network round trip."""
 Progress = Callable[[int, int], None]
 """Called as ``progress(sessions_done, sessions_total)``."""
-T = TypeVar("T")
 
 
 async def export_all(
@@ -99,7 +100,7 @@ async def export_all(
                 _report(progress, done, len(ids))
                 return outcomes
 
-            per_batch = await _each(batches, batch, None, lanes)
+            per_batch = await each(batches, batch, None, lanes)
             return [outcome for outcomes in per_batch for outcome in outcomes]
 
         # Redis: which sessions are there at all (one SCAN), so that a first copy skips a look.
@@ -114,7 +115,7 @@ async def export_all(
                 session_id, export_one(backend, read, replace=replace, maybe_there=maybe_there)
             )
 
-        return await _each(ids, one, progress, concurrency)
+        return await each(ids, one, progress, concurrency)
 
 
 async def prepare(backend: Backend) -> None:
@@ -152,7 +153,10 @@ async def export_one(
     backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True
 ) -> Outcome:
     """Bring one session up to date in ``backend`` (see the module docstring for each backend);
-    ``maybe_there=False``: it was not there when the run began (Redis then skips a look)."""
+    ``maybe_there=False``: it was not there when the run began (Redis then skips a look).
+    An id the backend cannot hold exactly (``sdk_schema.refusal``) raises ``NotStorable``
+    before anything is written."""
+    check_storable(backend.kind, job.session_id)
     if backend.flavour == "redis":
         return await redis_store.export_one(
             backend.handle, job.session_id, job.items, job.metadata, replace=replace, maybe_there=maybe_there
@@ -190,7 +194,7 @@ async def _through_the_sdk(backend: Backend, job: sql_store.Job, replace: bool) 
 async def _export_batch(
     backend: Backend, directory: SessionDirectory, ids: list[str], replace: bool
 ) -> list[Outcome]:
-    reads = await asyncio.gather(*(read_local(directory, session_id) for session_id in ids))
+    reads = await asyncio.gather(*(_read_storable(backend, directory, session_id) for session_id in ids))
     jobs = [read for read in reads if isinstance(read, sql_store.Job)]
     try:
         written = iter(await sql_store.export_batch(backend.handle, jobs, replace=replace) if jobs else [])
@@ -203,6 +207,14 @@ async def _export_batch(
         ]
         written = iter(singles)
     return [read if isinstance(read, Outcome) else next(written) for read in reads]
+
+
+async def _read_storable(
+    backend: Backend, directory: SessionDirectory, session_id: str
+) -> sql_store.Job | Outcome:
+    """:func:`read_local`, or ``failed`` at once if the backend cannot hold the id exactly."""
+    why = refusal(backend.kind, session_id)
+    return Outcome(session_id, "failed", 0, why) if why else await read_local(directory, session_id)
 
 
 async def _per_session(session_id: str, work: Awaitable[Outcome]) -> Outcome:
@@ -274,7 +286,7 @@ async def import_all(
             finally:
                 local.close()
 
-        outcomes = await _each(ids, one, progress, concurrency)
+        outcomes = await each(ids, one, progress, concurrency)
         return outcomes + [Outcome(shown, "failed", 0, why) for shown, why in foreign]
 
 
@@ -290,36 +302,6 @@ async def read_companions(backend: Backend, ids: list[str] | None = None) -> dic
 
 async def _raised(exc: BaseException) -> Outcome:
     raise exc
-
-
-async def _each(
-    ids: list[T], work: Callable[[T], Awaitable[Any]], progress: Progress | None, concurrency: int
-) -> list[Any]:
-    """``work`` on every id, ``concurrency`` at a time; results in the order of ``ids``.
-
-    If one fails with an error that is not about its session (the connection dropped), the
-    others are cancelled: each is all or nothing, so a re-run finishes the job.
-    """
-    semaphore = asyncio.Semaphore(max(1, concurrency))
-    done = 0
-    _report(progress, 0, len(ids))
-
-    async def one(session_id: T) -> Any:
-        nonlocal done
-        async with semaphore:
-            outcome = await work(session_id)
-        done += 1
-        _report(progress, done, len(ids))
-        return outcome
-
-    tasks = [asyncio.ensure_future(one(session_id)) for session_id in ids]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 async def import_items(

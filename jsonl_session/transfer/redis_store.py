@@ -20,15 +20,9 @@ from typing import Any
 
 from .companion import REDIS_PREFIX, Metadata, from_redis, to_redis
 from .outcomes import Outcome, plan
+from .sdk_schema import NotStorable, check_storable, item_text, messages_key, session_key
 
 __all__ = ["export_one", "read_companion"]
-
-SDK_PREFIX = "agents:session:"
-
-
-def serialize(item: Any) -> str:
-    """An item as ``RedisSession`` stores it."""
-    return json.dumps(item, separators=(",", ":"))
 
 
 async def export_one(
@@ -47,11 +41,11 @@ async def export_one(
     """
     from redis.exceptions import WatchError
 
-    session_key = SDK_PREFIX + session_id
-    messages_key = session_key + ":messages"
+    check_storable("redis", session_id)
+    hash_key, list_key = session_key(session_id), messages_key(session_id)
     meta_key = REDIS_PREFIX + session_id
     fields = to_redis(metadata)
-    keys = (session_key, messages_key, meta_key)
+    keys = (hash_key, list_key, meta_key)
     # A first look without WATCH, one round trip: an up-to-date session (the common case of a
     # re-run) needs nothing else. Anything to write is looked at again under WATCH.
     if maybe_there:
@@ -76,13 +70,13 @@ async def export_one(
                 now = str(int(time.time()))
                 pipe.multi()
                 if decided.clear:
-                    pipe.delete(messages_key)
+                    pipe.delete(list_key)
                 if tail or not existed:
-                    pipe.hset(session_key, "session_id", session_id)
-                    pipe.hsetnx(session_key, "created_at", now)
+                    pipe.hset(hash_key, "session_id", session_id)
+                    pipe.hsetnx(hash_key, "created_at", now)
                 if tail:
-                    pipe.rpush(messages_key, *[serialize(item) for item in tail])
-                    pipe.hset(session_key, "updated_at", now)
+                    pipe.rpush(list_key, *[item_text(item) for item in tail])
+                    pipe.hset(hash_key, "updated_at", now)
                 if not same_metadata:
                     pipe.delete(meta_key)
                     if fields:
@@ -97,13 +91,21 @@ async def export_one(
 
 async def _look(client: Any, keys: tuple[str, str, str]) -> tuple[list[Any], bool, dict[Any, Any]]:
     """The session's items (decoded; corrupted ones skipped, as the SDK does), whether it is
-    stored at all, and its companion hash: one round trip."""
-    session_key, messages_key, meta_key = keys
+    stored at all, and its companion hash: one round trip. A key of another type than the
+    SDK's raises :class:`NotStorable`."""
+    hash_key, list_key, meta_key = keys
     reads = client.pipeline(transaction=False)
-    reads.lrange(messages_key, 0, -1)
-    reads.exists(session_key, messages_key)
+    for key in keys:
+        reads.type(key)
+    reads.lrange(list_key, 0, -1)
+    reads.exists(hash_key, list_key)
     reads.hgetall(meta_key)
-    raw, existed, stored_fields = await reads.execute()
+    *types, raw, existed, stored_fields = await reads.execute(raise_on_error=False)
+    for key, wanted, found in zip(keys, ("hash", "list", "hash"), types):
+        found = found.decode() if isinstance(found, bytes) else str(found)
+        if found not in ("none", wanted):
+            # EXEC would run the commands before the one refused: refuse before queueing any.
+            raise NotStorable(f"the Redis key {key!r} is a {found}, not a {wanted}; nothing written")
     held = []
     for message in raw:
         try:

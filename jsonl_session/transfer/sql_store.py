@@ -31,6 +31,8 @@ from typing import Any
 
 from .companion import TABLE, Entry, Metadata
 from .outcomes import Outcome, plan
+from .sdk_schema import MESSAGES_TABLE, item_text
+from .sdk_schema import tables as sdk_tables
 
 __all__ = ["Job", "export_batch", "read_companion", "supported", "write_companion"]
 
@@ -52,33 +54,12 @@ def supported(engine: Any) -> bool:
     return engine.dialect.name in ("postgresql", "sqlite")
 
 
-def serialize(item: Any) -> str:
-    """An item as ``SQLAlchemySession`` stores it (its default ``ensure_ascii=True``)."""
-    return json.dumps(item, ensure_ascii=True, separators=(",", ":"))
-
-
-def _tables() -> tuple[Any, Any, Any]:
+def _companion_table() -> Any:
     from sqlalchemy import TIMESTAMP, BigInteger, Column, Integer, LargeBinary, MetaData, String, Table, text
 
-    schema = MetaData()
-    sessions = Table(
-        "agent_sessions",
-        schema,
-        Column("session_id", String, primary_key=True),
-        Column("created_at", TIMESTAMP(timezone=False)),
-        Column("updated_at", TIMESTAMP(timezone=False)),
-    )
-    messages = Table(
-        "agent_messages",
-        schema,
-        Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("session_id", String, nullable=False),
-        Column("message_data", String, nullable=False),
-        Column("created_at", TIMESTAMP(timezone=False)),
-    )
-    companion = Table(
+    return Table(
         TABLE,
-        schema,
+        MetaData(),
         Column("session_id", String, primary_key=True),
         Column("kind", String, primary_key=True),
         Column("content", LargeBinary, nullable=False),
@@ -88,13 +69,12 @@ def _tables() -> tuple[Any, Any, Any]:
             "updated_at", TIMESTAMP(timezone=False), server_default=text("CURRENT_TIMESTAMP"), nullable=False
         ),
     )
-    return sessions, messages, companion
 
 
 @functools.cache
 def tables() -> tuple[Any, Any, Any]:
     """The SDK's two tables (as its ``SQLAlchemySession`` declares them) and the companion table."""
-    return _tables()
+    return (*sdk_tables(), _companion_table())
 
 
 async def ensure_companion(engine: Any) -> None:
@@ -153,7 +133,7 @@ async def export_batch(engine: Any, jobs: list[Job], *, replace: bool = False) -
             if decided.clear:
                 cleared.append(job.session_id)
             inserts += [
-                {"session_id": job.session_id, "message_data": serialize(item)}
+                {"session_id": job.session_id, "message_data": item_text(item)}
                 for item in job.items[decided.start :]
             ]
         if cleared:
@@ -234,7 +214,7 @@ async def _copy_in(connection: Any, rows: list[dict[str, Any]]) -> None:
     raw = await connection.get_raw_connection()
     records = [(row["session_id"], row["message_data"]) for row in rows]
     await raw.driver_connection.copy_records_to_table(
-        "agent_messages", records=records, columns=("session_id", "message_data")
+        MESSAGES_TABLE, records=records, columns=("session_id", "message_data")
     )
 
 

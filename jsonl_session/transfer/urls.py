@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["quotes_password", "shown_url"]
+__all__ = ["error_line", "quotes_password", "shown_url"]
 
 
 def shown_url(url: str) -> str:
@@ -35,6 +35,20 @@ def quotes_password(text: str, url: str) -> bool:
         if any(piece in text for piece in (password, *re.split(r"[/@:]", password)) if len(piece) >= 2):
             return True
     return False
+
+
+def error_line(exc: BaseException, url: str) -> str:
+    """``Type: first line`` of a driver's error, never quoting the URL's password (a driver may:
+    redis-py on an unencoded ``/`` in it says "Port could not be cast to integer value as 'hun'").
+
+    Example:
+        >>> error_line(ValueError("no route\\n(Background on this error)"), "redis://h/0")
+        'ValueError: no route'
+    """
+    text = (str(exc).strip().splitlines() or [""])[0]  # SQLAlchemy appends "(Background on ...)"
+    if quotes_password(text, url):
+        text = "(message not shown: it quotes the password; percent-encode any '/', '@' or ':' in it)"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _password(url: str) -> str | None:

@@ -34,7 +34,7 @@ from jsonl_session.transfer import (
     catch_up_mirror_sync,
     mirror_folder,
 )
-from jsonl_session.transfer.mirror_plan import plan
+from jsonl_session.transfer.mirror.plan import plan
 
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
@@ -311,7 +311,7 @@ def test_cli_verify_dry_run_once_and_json(folder: Path, database: str) -> None:
     verify = run(folder, "mirror", "--to", database, "--verify")
     assert verify.code == 1
     assert verify.out.splitlines() == ["a: would create with 2 items", "b: would create with 1 item"]
-    assert "verified: 2 sessions" in verify.err and "2 created" in verify.err
+    assert "verified: 2 sessions" in verify.err and "2 would be created" in verify.err
 
     dry = run(folder, "mirror", "--to", database, "--dry-run", "--json")
     assert dry.code == 0

@@ -28,8 +28,8 @@ from test_mirror import database, folder_view, sdk_view_async  # noqa: F401  (da
 
 from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.transfer.mirror import catch_up_mirror, stored_ids
-from jsonl_session.transfer.mirror_follow import Replica
-from jsonl_session.transfer.mirror_targets import open_target
+from jsonl_session.transfer.mirror.follow import Replica
+from jsonl_session.transfer.mirror.targets import open_target
 from jsonl_session.watch import watch_directory_sync
 
 pytestmark = pytest.mark.sdk

@@ -8,19 +8,19 @@ knows of a session it reads there, inside the transaction that writes it.
 
 Which errors are an *outage* (the database is unreachable, restarted, or dropped the
 connection: catch up on everything once it is back) and which are about *one session's data*
-(a Redis key of another type, a row the database refuses: that session fails, the others go
-on) is decided here, by :func:`is_outage`.
+(an id the database cannot hold, a Redis key of another type, a row the database refuses:
+that session fails, the others go on) is decided here, by :func:`is_outage`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Protocol
 
-from ..core.errors import BackendUnavailable, InvalidBackendURL
-from .mirror_plan import Applied, DatabaseReset
+from ...core.errors import InvalidBackendURL
+from ..sdk_schema import create_sdk_tables, kind_of, redis_client, sql_engine
+from .plan import Applied, DatabaseReset
 
 __all__ = ["Applied", "DatabaseReset", "Target", "is_outage", "open_target"]
 
@@ -29,6 +29,8 @@ class Target(Protocol):
     """What the mirror needs of a database (see the module's docstring)."""
 
     url: str
+    kind: str
+    """What ``sdk_schema.refusal`` checks ids against: ``redis``, ``postgresql``, ``sqlite``, ``sql``."""
 
     async def check(self) -> None: ...
     async def listing(self) -> list[object]: ...
@@ -49,29 +51,25 @@ async def open_target(url: str, *, create: bool = True) -> AsyncIterator[Target]
     ``BackendUnavailable`` (a driver missing), ``RedisClusterRefused``, or the driver's error
     if the server cannot be reached.
     """
-    scheme = url.split(":", 1)[0].lower() if "://" in url else ""
-    if scheme in ("redis", "rediss", "unix"):
-        from .mirror_redis import RedisTarget
+    kind = kind_of(url)
+    if kind == "redis":
+        from .redis_target import RedisTarget
 
-        try:
-            from redis.asyncio import Redis
-        except ImportError:
-            raise BackendUnavailable(f"{scheme}:// needs redis: pip install 'jsonl-session[redis]'") from None
-        client = Redis.from_url(url)
+        client = redis_client(url)
         try:
             target = RedisTarget(url, client)
             await target.connect()
             yield target
         finally:
             await client.aclose()
-    elif scheme:
-        from .mirror_sql import SqlTarget
+    elif kind:
+        from .sql_target import SqlTarget
 
-        engine = _engine(url, scheme)
+        engine = sql_engine(url)
         try:
-            there = await _create_tables(engine, create=create)
+            there = await create_sdk_tables(engine, create=create)
             if engine.dialect.name == "postgresql" and engine.dialect.driver == "asyncpg":
-                from .mirror_pg import PgTarget
+                from .pg_target import PgTarget
 
                 yield PgTarget(url, engine, tables=there)
             else:
@@ -85,60 +83,8 @@ async def open_target(url: str, *, create: bool = True) -> AsyncIterator[Target]
         )
 
 
-def _engine(url: str, scheme: str) -> Any:
-    """An SQLAlchemy async engine: PostgreSQL through asyncpg, ``sqlite:///`` through aiosqlite."""
-    rest = url.split(":", 1)[1]
-    driver = {"postgresql": "asyncpg", "postgres": "asyncpg", "sqlite": "aiosqlite"}.get(scheme)
-    if driver is not None:
-        try:
-            importlib.import_module(driver)
-        except ImportError:
-            extra = "postgresql" if driver == "asyncpg" else "sqlalchemy"
-            raise BackendUnavailable(
-                f"{scheme}:// needs the {driver} driver: pip install 'jsonl-session[{extra}]'"
-            ) from None
-        url = f"{'postgresql' if driver == 'asyncpg' else 'sqlite'}+{driver}:{rest}"
-    try:
-        from sqlalchemy.ext.asyncio import create_async_engine
-    except ImportError:
-        raise BackendUnavailable(
-            "SQL URLs need SQLAlchemy: pip install 'jsonl-session[sqlalchemy]'"
-        ) from None
-    try:
-        return create_async_engine(url)
-    except ImportError as exc:  # the driver named in the URL
-        raise BackendUnavailable(f"{url.split(':', 1)[0]}: driver not installed ({exc})") from None
-    except Exception as exc:  # noqa: BLE001  (sqlalchemy's ArgumentError: a malformed URL)
-        raise InvalidBackendURL(f"{url!r}: not a usable SQLAlchemy URL ({exc})") from None
-
-
-async def _create_tables(engine: Any, *, create: bool) -> bool:
-    """The SDK's two tables, made by the SDK's ``SQLAlchemySession`` if either is missing and
-    ``create``; whether they are there."""
-    from sqlalchemy import inspect
-
-    async with engine.connect() as connection:
-        missing = await connection.run_sync(
-            lambda sync: (
-                not all(inspect(sync).has_table(name) for name in ("agent_sessions", "agent_messages"))
-            )
-        )
-    if not missing:
-        return True
-    if not create:
-        return False
-    try:
-        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
-    except ImportError:
-        raise BackendUnavailable(
-            "SQL URLs need the Agents SDK: pip install 'jsonl-session[sqlalchemy]'"
-        ) from None
-    await SQLAlchemySession("jsonl-session-setup", engine=engine, create_tables=True).get_items(limit=1)
-    return True
-
-
 # A database's complaint about one key or row, by name (their packages are optional imports).
-_DATA_ERRORS = {"ResponseError", "DataError", "IntegrityError"}
+_DATA_ERRORS = {"ResponseError", "DataError", "IntegrityError", "NotStorable"}
 _DRIVERS = ("redis", "sqlalchemy", "asyncpg", "aiosqlite", "sqlite3")
 
 

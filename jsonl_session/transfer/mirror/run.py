@@ -9,7 +9,13 @@ machines read the same items ``get_items()`` reads from the files:
   difference (rows after the common prefix removed, the file's items after it appended),
   each in one transaction on SQL and one ``MULTI``/``EXEC`` on Redis;
 * a new session is created there (an empty one as the SDK stores a session before its first
-  item); a deleted one is deleted there only with ``delete=True``, else kept;
+  item); a deleted one is deleted there only with ``delete=True``, else kept. With
+  ``delete``, a folder that does not exist or cannot be read is refused
+  (:class:`FolderUnavailable`: it is far more likely unmounted or mistyped than emptied), and
+  so is one pass that would delete more than half of the sessions stored, and more than
+  :data:`FEW_DELETIONS` (:class:`MassDeletionRefused`), unless ``mass_delete=True``;
+* an id the database cannot hold exactly (``sdk_schema.refusal``: a Redis id ending in
+  ``:messages`` or ``:counter``, a NUL for PostgreSQL) fails that session before any write;
 * on start, and after any outage (the database unreachable or restarted: the mirror retries
   on its own), every session is compared with the database and the difference applied, so
   once the folder is quiet the database equals it. What the database holds is read inside the
@@ -31,20 +37,24 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 
-from ..core.errors import JSONLSessionError
-from ..core.names import filename_for
-from ..session.folder import SessionDirectory
-from ..watch import StopFlag, watch_directory
-from .mirror_follow import Replica
-from .mirror_outcomes import MirrorOutcome, outcome_of
-from .mirror_plan import texts_of
-from .mirror_redis import RedisClusterRefused
-from .mirror_targets import Target, is_data_error, is_outage, open_target
-from .urls import quotes_password, shown_url
+from ...core.errors import JSONLSessionError
+from ...session.folder import SessionDirectory
+from ...watch import StopFlag, watch_directory
+from ..concurrently import each
+from ..sdk_schema import id_problem
+from ..urls import error_line, shown_url
+from .follow import Replica
+from .outcomes import MirrorOutcome, outcome_of
+from .plan import texts_of
+from .redis_target import RedisClusterRefused
+from .targets import Target, is_data_error, is_outage, open_target
 
 __all__ = [
+    "FEW_DELETIONS",
+    "FolderUnavailable",
+    "MassDeletionRefused",
     "MirrorOutcome",
     "RedisClusterRefused",
     "catch_up_mirror",
@@ -59,6 +69,19 @@ CHECK_SECONDS = 0.5
 """How often the mirror asks the database whether it restarted, and looks for new empty files."""
 RETRY_SECONDS = (0.1, 0.2, 0.5, 1.0, 2.0)
 """Waits between attempts to reach the database after an outage (the last one repeats)."""
+
+FEW_DELETIONS = 3
+"""Deletions one pass makes without ``mass_delete`` even when they are most of the database."""
+
+
+class FolderUnavailable(JSONLSessionError, ValueError):
+    """``delete`` was asked for a folder that does not exist or cannot be read: nothing deleted."""
+
+
+class MassDeletionRefused(JSONLSessionError, ValueError):
+    """One pass would delete more than half of the sessions stored (and more than
+    :data:`FEW_DELETIONS`) and ``mass_delete`` was not given: nothing deleted."""
+
 
 Report = Callable[[MirrorOutcome], None]
 Notice = Callable[[str], None]
@@ -77,6 +100,7 @@ async def mirror_folder(
     notice: Notice | None = None,
     progress: Progress | None = None,
     concurrency: int = CONCURRENCY,
+    mass_delete: bool = True,
 ) -> None:
     """Follow ``directory`` and keep the database at ``url`` equal to it, until ``stop_event``.
 
@@ -91,16 +115,22 @@ async def mirror_folder(
         notice: Called with one line for a person: caught up, database unavailable, back.
         progress: ``progress(done, total)`` as sessions are compared during each catch-up.
         concurrency: Sessions written at once.
+        mass_delete: With ``delete``, whether a catch-up may delete more than half of the
+            sessions stored (and more than :data:`FEW_DELETIONS`); else
+            :class:`MassDeletionRefused` is raised before anything is deleted.
 
     The first connection must succeed (else its error is raised); after that an outage is
     retried (:data:`RETRY_SECONDS`) and followed by a catch-up. Raises ``InvalidBackendURL``,
-    ``BackendUnavailable``, ``RedisClusterRefused`` (the SDK cannot write to a Redis Cluster).
+    ``BackendUnavailable``, ``RedisClusterRefused`` (the SDK cannot write to a Redis Cluster),
+    ``FolderUnavailable`` and ``MassDeletionRefused`` (with ``delete``).
 
     Example:
         >>> stop = threading.Event()                                  # doctest: +SKIP
         >>> await mirror_folder("sessions", "redis://localhost:6379/0", stop_event=stop)  # doctest: +SKIP
     """
     folder = _folder(directory)
+    if delete:
+        _readable(folder)
     say = notice or _quiet
     attempt = 0
     connected = False
@@ -110,8 +140,9 @@ async def mirror_folder(
                 if connected:
                     say(f"{shown_url(url)}: reachable again; catching up")
                 connected, attempt = True, 0
+                policy = _Deletions(delete, mass_delete)
                 await _follow(
-                    folder, target, delete, stop_event, report or _quiet, say, progress, concurrency
+                    folder, target, policy, stop_event, report or _quiet, say, progress, concurrency
                 )
                 return
         except Exception as exc:
@@ -119,7 +150,7 @@ async def mirror_folder(
                 raise
             delay = RETRY_SECONDS[min(attempt, len(RETRY_SECONDS) - 1)]
             attempt += 1
-            say(f"{shown_url(url)}: unavailable ({_first_line(exc, url)}); retrying in {delay:g} s")
+            say(f"{shown_url(url)}: unavailable ({error_line(exc, url)}); retrying in {delay:g} s")
             if await _stopped_within(stop_event, delay):
                 return
 
@@ -141,13 +172,16 @@ async def catch_up_mirror(
     dry_run: bool = False,
     progress: Progress | None = None,
     concurrency: int = CONCURRENCY,
+    mass_delete: bool = True,
 ) -> list[MirrorOutcome]:
     """Compare every session with the database once and apply the differences; one outcome each.
 
     The sessions of the folder come first, in id order, then those stored only in the
     database (``deleted`` with ``delete=True``, else ``kept``). With ``dry_run`` nothing is
     written: the outcomes say what would be done (``--dry-run``), and any outcome whose
-    :attr:`~MirrorOutcome.differs` is a difference (``--verify``).
+    :attr:`~MirrorOutcome.differs` is a difference (``--verify``). With ``delete``, a folder that
+    cannot be read raises :class:`FolderUnavailable` and, unless ``mass_delete`` (or
+    ``dry_run``), deleting most of the database :class:`MassDeletionRefused`, before any write.
 
     Example:
         >>> outcomes = await catch_up_mirror("sessions", "redis://db/0", dry_run=True)  # doctest: +SKIP
@@ -155,8 +189,13 @@ async def catch_up_mirror(
         ['support-42: would append 3 items']
     """
     folder = _folder(directory)
+    if delete:
+        _readable(folder)
     async with open_target(url, create=not dry_run) as target:
         ids = await asyncio.to_thread(folder.ids)
+        stored = await stored_ids(target)
+        if delete and not (mass_delete or dry_run):
+            _Deletions(delete, mass_delete).check(url, [i for i in stored if i not in set(ids)], len(stored))
 
         async def one(session_id: str) -> MirrorOutcome:
             local = folder.open(session_id)
@@ -176,9 +215,9 @@ async def catch_up_mirror(
                     raise
                 return MirrorOutcome(session_id, "failed", len(texts), detail=f"{type(exc).__name__}: {exc}")
 
-        outcomes = await _each(ids, one, progress, concurrency)
+        outcomes = await each(ids, one, progress, concurrency)
         here = set(ids) | set(await asyncio.to_thread(folder.ids))
-        for session_id in await stored_ids(target):
+        for session_id in stored:
             if session_id in here:
                 continue
             if not delete:
@@ -203,7 +242,7 @@ def catch_up_mirror_sync(directory: Folder, url: str, **options: object) -> list
 async def _follow(
     folder: SessionDirectory,
     target: Target,
-    delete: bool,
+    policy: _Deletions,
     stop_event: StopFlag | None,
     report: Report,
     say: Notice,
@@ -217,8 +256,17 @@ async def _follow(
         counts[outcome.status] += 1
         report(outcome)
 
-    replica = Replica(target, delete=delete, report=counted, concurrency=concurrency)
+    replica = Replica(
+        target,
+        delete=policy.delete,
+        report=counted,
+        concurrency=concurrency,
+        folder_there=folder_readable(folder),
+    )
     initial = set(await asyncio.to_thread(folder.ids))
+    stored = await stored_ids(target)
+    if policy.delete and not policy.mass:
+        policy.check(target.url, [i for i in stored if i not in initial], len(stored))
     watch = watch_directory(
         folder.directory, start="all", stop_event=stop_event, lock_timeout=folder.lock_timeout
     )
@@ -232,7 +280,7 @@ async def _follow(
 
             consumer = asyncio.create_task(consume())
             await replica.adopt_empty_files(folder)
-            await replica.adopt_stored_only(folder, await stored_ids(target))
+            await replica.adopt_stored_only(folder, stored)
             await _watch_over(folder, target, replica, consumer, initial, counts, say, progress)
     finally:
         if consumer is not None:
@@ -296,50 +344,54 @@ async def stored_ids(target: Target) -> list[str]:
     """The session ids the database holds that could be files here (others are not ours)."""
     ids = []
     for raw in await target.listing():
-        if isinstance(raw, bytes | bytearray | memoryview):
-            try:
-                raw = bytes(raw).decode()
-            except UnicodeDecodeError:
-                continue
-        if not isinstance(raw, str) or not raw:
-            continue
-        try:
-            filename_for(raw)
-        except ValueError:
-            continue
-        ids.append(raw)
+        session_id, problem = id_problem(raw)
+        if problem is None:
+            ids.append(session_id)
     return sorted(set(ids))
 
 
-async def _each(
-    ids: Sequence[str],
-    work: Callable[[str], Awaitable[MirrorOutcome]],
-    progress: Progress | None,
-    concurrency: int,
-) -> list[MirrorOutcome]:
-    """``work`` on every id, ``concurrency`` at a time; outcomes in the order of ``ids``."""
-    slots = asyncio.Semaphore(max(1, concurrency))
-    done = 0
-    if progress is not None:
-        progress(0, len(ids))
+class _Deletions:
+    """Whether sessions without a file are deleted, and whether many at once may be."""
 
-    async def one(session_id: str) -> MirrorOutcome:
-        nonlocal done
-        async with slots:
-            outcome = await work(session_id)
-        done += 1
-        if progress is not None:
-            progress(done, len(ids))
-        return outcome
+    def __init__(self, delete: bool, mass: bool) -> None:
+        self.delete = delete
+        self.mass = mass
 
-    tasks = [asyncio.ensure_future(one(session_id)) for session_id in ids]
+    def check(self, url: str, doomed: list[str], stored: int) -> None:
+        """Raise :class:`MassDeletionRefused` if deleting ``doomed`` of ``stored`` is a mass deletion."""
+        if len(doomed) > FEW_DELETIONS and 2 * len(doomed) > stored:
+            raise MassDeletionRefused(
+                f"this would delete {len(doomed)} of the {stored} sessions stored at {shown_url(url)} "
+                f"(more than half, and more than {FEW_DELETIONS}): nothing deleted; a folder emptied by "
+                "mistake looks the same; pass --yes (mass_delete=True) if that is what you want"
+            )
+
+
+def _readable(folder: SessionDirectory) -> None:
+    """Raise :class:`FolderUnavailable` unless ``folder`` is a directory that can be listed."""
+    path = os.fspath(folder.directory)
     try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        os.listdir(path)
+    except OSError as exc:
+        why = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read ({exc.strerror})"
+        raise FolderUnavailable(
+            f"{path}: the folder {why}; with --delete (delete=True) that would empty the database: "
+            "nothing done"
+        ) from None
+
+
+def folder_readable(folder: SessionDirectory) -> Callable[[], bool]:
+    """A check the live mirror makes before each deletion: the folder is still there and readable
+    (an unmounted volume is not a folder whose sessions were deleted)."""
+
+    def there() -> bool:
+        try:
+            os.listdir(os.fspath(folder.directory))
+        except OSError:
+            return False
+        return True
+
+    return there
 
 
 async def _stopped_within(stop_event: StopFlag | None, seconds: float) -> bool:
@@ -354,14 +406,6 @@ async def _stopped_within(stop_event: StopFlag | None, seconds: float) -> bool:
 
 def _folder(directory: Folder) -> SessionDirectory:
     return directory if isinstance(directory, SessionDirectory) else SessionDirectory(directory)
-
-
-def _first_line(exc: BaseException, url: str) -> str:
-    """The error in one line, never quoting the URL's password (a driver may)."""
-    text = (str(exc).strip().splitlines() or [""])[0]
-    if quotes_password(text, url):
-        text = "(message not shown: it quotes the password)"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _quiet(_: object) -> None:

@@ -21,17 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..sdk_schema import item_text
+
 __all__ = ["Applied", "DatabaseReset", "Plan", "item_text", "plan", "same", "texts_of"]
-
-
-def item_text(item: Any) -> str:
-    """The text the SDK's ``SQLAlchemySession`` and ``RedisSession`` store for ``item``.
-
-    Example:
-        >>> item_text({"role": "user", "content": "café"})
-        '{"role":"user","content":"caf\\\\u00e9"}'
-    """
-    return json.dumps(item, ensure_ascii=True, separators=(",", ":"))
 
 
 def texts_of(items: Sequence[Any]) -> list[str]:

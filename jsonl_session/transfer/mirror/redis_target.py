@@ -6,7 +6,11 @@ The keys are those ``RedisSession`` reads and writes: the list ``agents:session:
 list's length and its tail (all of it when the row before ``start`` does not match), then
 queues ``LTRIM``/``DEL`` and ``RPUSH`` and the hash's fields in one ``MULTI``/``EXEC``: all of
 it happens or none. If another client changed a watched key in between, ``EXEC`` does nothing
-and the comparison starts again.
+and the comparison starts again. Before queueing anything it checks, under the same ``WATCH``,
+that both keys are of the SDK's types (or absent): a key of another type fails the session
+with nothing written, where ``EXEC`` would have run the commands before the one refused.
+An id whose keys are another session's (``a:messages``) is refused before any of this
+(``sdk_schema.refusal``).
 
 A Redis server that restarts may come back empty (no persistence) or older (a snapshot), and
 the client reconnects by itself, so the mirror would not notice from errors alone. The server's
@@ -22,10 +26,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..core.errors import JSONLSessionError
-from .mirror_plan import Applied, DatabaseReset, Plan, plan, same
+from ...core.errors import JSONLSessionError
+from ..sdk_schema import NotStorable, check_storable, counter_key, messages_key, redis_ids, session_key
+from .plan import Applied, DatabaseReset, Plan, plan, same
 
-_PREFIX = "agents:session:"  # RedisSession's default key_prefix, and its ":" separator
 _CHUNK = 1000  # values per RPUSH
 
 
@@ -40,10 +44,11 @@ class RedisTarget:
         self.url = url
         self.client = client
         self.run_id: str | None = None
+        self.kind = "redis"
 
     async def connect(self) -> None:
         """Refuse a cluster; remember which server run this is (see :meth:`check`)."""
-        from .urls import shown_url
+        from ..urls import shown_url
 
         cluster = await self.client.info("cluster")
         if str(cluster.get("cluster_enabled", "0")) == "1":
@@ -65,8 +70,6 @@ class RedisTarget:
 
     async def listing(self) -> list[object]:
         """Ids with a message list, and empty sessions (a session hash without one); raw bytes."""
-        from .backends import redis_ids
-
         return list(await redis_ids(self.client))
 
     async def sync(
@@ -75,12 +78,13 @@ class RedisTarget:
         """Make the stored session equal to ``texts`` in one ``MULTI``/``EXEC`` (see the module)."""
         from redis.exceptions import WatchError
 
-        key = _PREFIX + session_id
-        messages = key + ":messages"
+        check_storable(self.kind, session_id)
+        key, messages = session_key(session_id), messages_key(session_id)
         async with self.client.pipeline(transaction=True) as pipe:
             while True:
                 try:
                     await pipe.watch(key, messages)
+                    await _check_types(pipe, key, messages)
                     hash_there = bool(await pipe.exists(key))
                     count = int(await pipe.llen(messages))
                     rows, first = await self._rows_from(pipe, messages, texts, start, count)
@@ -98,13 +102,13 @@ class RedisTarget:
 
     async def remove(self, session_id: str, *, dry_run: bool = False) -> int | None:
         """Delete the session's keys (one ``DEL``: atomic); items it held, None if absent."""
-        key = _PREFIX + session_id
-        messages = key + ":messages"
+        check_storable(self.kind, session_id)
+        key, messages = session_key(session_id), messages_key(session_id)
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.exists(key)
             pipe.llen(messages)
             if not dry_run:
-                pipe.delete(key, messages, key + ":counter")
+                pipe.delete(key, messages, counter_key(session_id))
             hash_there, count, *_ = await pipe.execute()
         return int(count) if hash_there or count else None
 
@@ -118,6 +122,15 @@ class RedisTarget:
             if tail and same(tail[0], texts[first - 1]):
                 return list(tail[1:]), first
         return (list(await pipe.lrange(messages, 0, -1)) if count else []), 0
+
+
+async def _check_types(pipe: Any, key: str, messages: str) -> None:
+    """Raise :class:`NotStorable` unless the session's keys are a hash and a list, or absent."""
+    for name, wanted in ((key, "hash"), (messages, "list")):
+        kind = await pipe.type(name)
+        kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+        if kind not in ("none", wanted):
+            raise NotStorable(f"the Redis key {name!r} is a {kind}, not the SDK's {wanted}; nothing written")
 
 
 def _queue(pipe: Any, key: str, messages: str, session_id: str, change: Plan) -> None:

@@ -4,7 +4,9 @@ A live mirror writes one transaction per change, a hundred a second for 20 busy 
 through SQLAlchemy's statement layer each of its six statements cost a few hundred microseconds
 of Python, enough to queue changes on a busy 2-core machine (``benchmarks/mirror_lag.py``). Here
 the statements go straight to the asyncpg connection under SQLAlchemy's pool (its
-``driver_connection``), and the lock and the count are one statement. The rows, the order and
+``driver_connection``). The count is a statement of its own *after* the row lock is granted:
+in one statement with the lock it would be read from the snapshot taken before the wait, and
+rows another writer committed meanwhile would be counted out (and then written again). The rows, the order and
 the locks are exactly those of :class:`~jsonl_session.transfer.mirror_sql.SqlTarget` (read its
 docstring): the session's ``agent_sessions`` row locked ``FOR UPDATE``, the stored rows read
 inside the transaction, the smallest difference applied, ``updated_at`` touched.
@@ -14,14 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mirror_plan import Applied, Plan, plan, same
-from .mirror_sql import SqlTarget
+from ..sdk_schema import check_storable
+from .plan import Applied, Plan, plan, same
+from .sql_target import SqlTarget
 
-# Lock the session's row and count its messages in one round trip (no row: not stored yet).
-_LOCK_AND_COUNT = (
-    "SELECT (SELECT count(*) FROM agent_messages WHERE session_id = $1) "
-    "FROM agent_sessions WHERE session_id = $1 FOR UPDATE"
-)
+# Lock the session's row (no row: not stored yet); the count is read after the lock is granted.
+_LOCK = "SELECT 1 FROM agent_sessions WHERE session_id = $1 FOR UPDATE"
 _CREATE = "INSERT INTO agent_sessions (session_id) VALUES ($1) ON CONFLICT (session_id) DO NOTHING"
 _COUNT = "SELECT count(*) FROM agent_messages WHERE session_id = $1"
 _TAIL = (
@@ -43,21 +43,18 @@ class PgTarget(SqlTarget):
     async def sync(
         self, session_id: str, texts: list[str], start: int = 0, *, dry_run: bool = False
     ) -> Applied:
+        check_storable(self.kind, session_id)
         if not self.tables:
             return Applied(False, 0, plan([], texts))
         async with self.engine.connect() as connection:
             raw = await connection.get_raw_connection()
             pg: Any = raw.driver_connection  # asyncpg.Connection
             async with pg.transaction():
-                count = await pg.fetchval(_LOCK_AND_COUNT, session_id)
-                there = count is not None
-                if not there:
-                    if not dry_run:
-                        await pg.execute(_CREATE, session_id)
-                        await pg.execute(
-                            "SELECT 1 FROM agent_sessions WHERE session_id = $1 FOR UPDATE", session_id
-                        )
-                    count = await pg.fetchval(_COUNT, session_id)
+                there = await pg.fetchval(_LOCK, session_id) is not None
+                if not there and not dry_run:
+                    await pg.execute(_CREATE, session_id)
+                    await pg.execute(_LOCK, session_id)  # ours, or another writer's: wait for it
+                count = int(await pg.fetchval(_COUNT, session_id))  # after the lock is granted
                 rows, first = await _rows_from(pg, session_id, texts, start, int(count))
                 change = plan([data for _, data in rows], texts, first)
                 if not dry_run and change.changes:

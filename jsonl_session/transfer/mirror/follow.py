@@ -28,12 +28,12 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core.errors import JSONLSessionError
-from ..session.folder import SessionDirectory
-from ..watch import Change
-from .mirror_outcomes import MirrorOutcome, outcome_of
-from .mirror_plan import texts_of
-from .mirror_targets import Target, is_data_error
+from ...core.errors import JSONLSessionError
+from ...session.folder import SessionDirectory
+from ...watch import Change
+from .outcomes import MirrorOutcome, outcome_of
+from .plan import texts_of
+from .targets import Target, is_data_error
 
 Report = Callable[[MirrorOutcome], None]
 
@@ -52,9 +52,19 @@ class _Session:
 class Replica:
     """Follows a watch's changes and applies them to ``target`` (see the module's docstring)."""
 
-    def __init__(self, target: Target, *, delete: bool, report: Report, concurrency: int = 8) -> None:
+    def __init__(
+        self,
+        target: Target,
+        *,
+        delete: bool,
+        report: Report,
+        concurrency: int = 8,
+        folder_there: Callable[[], bool] | None = None,
+    ) -> None:
         self.target = target
         self.delete = delete
+        self.folder_there = folder_there
+        """Asked before each deletion: a folder gone or unreadable deletes nothing."""
         self.report = report
         self.sessions: dict[str, _Session] = {}
         self.compared: set[str] = set()
@@ -197,6 +207,10 @@ class Replica:
             return outcome_of(session_id, await self.target.sync(session_id, texts, start), len(texts))
         if not self.delete:
             return MirrorOutcome(session_id, "kept", detail="deleted here; kept in the database (no delete)")
+        if self.folder_there is not None and not await asyncio.to_thread(self.folder_there):
+            return MirrorOutcome(
+                session_id, "kept", detail="the folder is gone or cannot be read; not deleted in the database"
+            )
         removed = await self.target.remove(session_id)
         if removed is None:
             return MirrorOutcome(session_id, "same", detail="deleted here, absent there")

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mirror_plan import Applied, Plan, plan, same
+from ..sdk_schema import check_storable, sql_ids
+from ..sdk_schema import tables as sdk_tables
+from .plan import Applied, Plan, plan, same
 
-# The SDK's default table names and the columns the mirror reads and writes (its schema).
-_SESSIONS_TABLE = "agent_sessions"
-_MESSAGES_TABLE = "agent_messages"
 _CHUNK = 1000  # ids per DELETE ... IN (...): well under every driver's bound-parameter limit
 
 
@@ -32,46 +31,27 @@ class SqlTarget:
     """A database of the SDK's ``SQLAlchemySession`` (PostgreSQL, SQLite, MySQL...), by engine."""
 
     def __init__(self, url: str, engine: Any, *, tables: bool = True) -> None:
-        from sqlalchemy import TIMESTAMP, Column, Integer, MetaData, String, Table, Text
-
         self.url = url
         self.engine = engine
         self.tables = tables
         """Whether the SDK's tables exist (a dry run does not make them: then nothing is stored)."""
-        metadata = MetaData()
-        self.sessions = Table(
-            _SESSIONS_TABLE,
-            metadata,
-            Column("session_id", String, primary_key=True),
-            Column("created_at", TIMESTAMP(timezone=False)),
-            Column("updated_at", TIMESTAMP(timezone=False)),
-        )
-        self.messages = Table(
-            _MESSAGES_TABLE,
-            metadata,
-            Column("id", Integer, primary_key=True),
-            Column("session_id", String),
-            Column("message_data", Text),
-            Column("created_at", TIMESTAMP(timezone=False)),
-        )
+        self.sessions, self.messages = sdk_tables()
+        name = engine.dialect.name
+        self.kind = name if name in ("postgresql", "sqlite") else "sql"
+        """What :func:`~jsonl_session.transfer.sdk_schema.refusal` checks ids against."""
 
     async def check(self) -> None:
         """Nothing to check between changes: a restarted server keeps what it committed."""
 
     async def listing(self) -> list[object]:
         """Every ``session_id`` stored (sessions rows, and messages without one), raw."""
-        from sqlalchemy import select, union
-
-        if not self.tables:
-            return []
-        query = union(select(self.sessions.c.session_id), select(self.messages.c.session_id))
-        async with self.engine.connect() as connection:
-            return [row[0] for row in await connection.execute(query)]
+        return await sql_ids(self.engine) if self.tables else []
 
     async def sync(
         self, session_id: str, texts: list[str], start: int = 0, *, dry_run: bool = False
     ) -> Applied:
         """Make the stored session equal to ``texts`` in one transaction (see the module's docstring)."""
+        check_storable(self.kind, session_id)
         if not self.tables:  # a dry run on a database without the SDK's tables: nothing stored
             return Applied(False, 0, plan([], texts))
         async with self.engine.begin() as connection:
@@ -85,6 +65,7 @@ class SqlTarget:
 
     async def remove(self, session_id: str, *, dry_run: bool = False) -> int | None:
         """Delete the session (its messages and its sessions row); rows it held, None if absent."""
+        check_storable(self.kind, session_id)
         if not self.tables:
             return None
         from sqlalchemy import delete

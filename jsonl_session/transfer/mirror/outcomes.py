@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .mirror_plan import Applied
+from .plan import Applied
 
 MirrorStatus = Literal["same", "created", "appended", "rewritten", "deleted", "kept", "failed"]
 DIFFERENT: tuple[MirrorStatus, ...] = ("created", "appended", "rewritten", "deleted")
