@@ -23,15 +23,20 @@ import os
 import re
 import stat
 
+from .names import KINDS
+
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     from pathlib import Path
 
 # Patterns, compiled (and cached by ``re``) on first use: compiling both at import was ~0.3 ms
 # of every command's start-up, and most commands never look for leftovers.
-# A sidecar replaced whole (``.lineage``, ``.run``) gets its temporary file the same way, and
-# belongs to its session: ``check`` finds a killed writer's under the session's name.
-_TEMP_NAME = r"\.(?P<session>.+\.jsonl)(?:\.lineage|\.run)?\.[0-9a-f]{8}\.tmp"
+# The one definition of a replace's temporary name: ``storage.replace_file`` makes every one
+# with :func:`create_temp`, the session's and every sidecar's (``.meta``, ``.times``, ``.run``...:
+# all of ``names.KINDS``), so each belongs to its session and ``check`` finds a killed writer's.
+_TEMP_NAME = (
+    r"\.(?P<session>.+\.jsonl)(?:" + "|".join(re.escape(kind) for kind in KINDS) + r")?\.[0-9a-f]{8}\.tmp"
+)
 _EDIT_NAME = r"\.#(?P<session>.+\.jsonl)\.edit-(?P<pid>[0-9]+)-[0-9a-f]{8}\.jsonl"
 _FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -80,6 +85,8 @@ def session_of(temp: Path) -> Path | None:
     Example:
         >>> from pathlib import Path
         >>> session_of(Path("sessions/.convo_123.jsonl.5f0c9a21.tmp"))
+        PosixPath('sessions/convo_123.jsonl')
+        >>> session_of(Path("sessions/.convo_123.jsonl.meta.58e506c5.tmp"))
         PosixPath('sessions/convo_123.jsonl')
     """
     match = re.fullmatch(_TEMP_NAME, temp.name) or re.fullmatch(_EDIT_NAME, temp.name)

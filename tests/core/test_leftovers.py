@@ -31,7 +31,8 @@ from jsonl_session.tools.secrets import redact_session
 real = storage.write_at_end
 def pausing(fd, payload, size_before, *, durable):
     real(fd, payload, size_before, durable=durable)
-    if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+    name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+    if name.endswith(".tmp") and (sys.argv[3] != "times" or ".jsonl.times." in name):
         print("written", flush=True)
         sys.stdin.readline()
 storage.write_at_end = pausing
@@ -47,6 +48,11 @@ elif sys.argv[3] == "sidecar":  # a whole-object sidecar (.run, .lineage) replac
     with session.locked(write=True, create=False):
         run_file = sidecar_files.sidecar(session.path, sidecar_files.RUN)
         sidecar_files.write_json(run_file, {"pending": []}, durable=True)
+elif sys.argv[3] == "metadata":  # .meta, replaced whole by set_metadata
+    session.set_metadata_sync(title="Refund", tags=["billing"])
+elif sys.argv[3] == "times":  # a rewrite's new .times, written after the items (paused there)
+    with session.rewrite() as draft:
+        draft.items.append({"role": "assistant", "content": "new"})
 else:
     redact_session(session)
 """
@@ -80,7 +86,7 @@ def writers() -> Iterator[list[PausedWriter]]:
             writer.kill()
 
 
-@pytest.mark.parametrize("how", ["rewrite", "replace", "redact", "sidecar"])
+@pytest.mark.parametrize("how", ["rewrite", "replace", "redact", "sidecar", "metadata", "times"])
 def test_check_names_a_killed_rewrites_temporary_file_and_fix_removes_it(
     sessions_dir: Path, writers: list[PausedWriter], how: str
 ) -> None:
@@ -91,7 +97,10 @@ def test_check_names_a_killed_rewrites_temporary_file_and_fix_removes_it(
     writers.append(PausedWriter(sessions_dir, "s", how))
     writers[0].kill()
     (temp,) = temp_files(sessions_dir)
-    assert temp.name.startswith(".s.jsonl.") and session.path.read_bytes() == before
+    assert temp.name.startswith(".s.jsonl.")
+    if how == "times":  # the items' own replace had finished
+        before = session.path.read_bytes()
+    assert session.path.read_bytes() == before
 
     result = run(sessions_dir, "check")
     assert result.code == 1
