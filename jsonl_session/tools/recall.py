@@ -9,7 +9,15 @@ lock, a plain word pre-filtered in the raw bytes), case-insensitive, with every 
 query required in one item, in any order; it reads the text a transcript shows
 (``item_text.text_of``). Each match names its session and turn (``history.turns``: a turn
 starts at a user message; ``None`` before the first one), counted by reading the session a
-piece at a time up to the match: a long session is never held whole. Newest sessions come first.
+piece at a time up to the match: a long session is never held whole.
+
+Matches come newest sessions first, or, with ``order="relevance"``, best first: scored with
+BM25 at query time, no index to build or keep. A word's weight (its inverse document frequency)
+is taken over the items the search reads anyway, those holding the query's longest word, so a
+word that is rare among them counts for more; repeats of a word count with diminishing returns,
+and a long item counts each less. At most :data:`RANKED_MATCHES` matches are ranked (the newest
+sessions' first; the rest are still counted), each kept only as its snippet: memory stays bounded
+whatever the folder holds.
 
 What may be searched is decided once, before any file is read, and holds for every way in:
 ``owner`` and ``tags`` keep the sessions whose metadata (``history.metadata``) match, and
@@ -54,6 +62,7 @@ DEFAULT_DESCRIPTION = (
     "snippets, each with its session id and turn number, newest sessions first. Give a few "
     "distinctive words (every word must appear; case is ignored; no regular expressions)."
 )
+RELEVANCE_DESCRIPTION = DEFAULT_DESCRIPTION.replace("newest sessions first", "best matches first")
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,13 @@ class Found:
 
 _MORE_ROOM = 80
 
+ORDERS = ("newest", "relevance")
+RANKED_MATCHES = 2_000
+"""Matches ``order="relevance"`` ranks at most: the first ones found, newest sessions first."""
+# BM25's usual constants: how fast repeats of a word saturate, how much an item's length counts.
+_K1 = 1.2
+_B = 0.75
+
 
 def search_sessions(
     directory: SessionDirectory | str | os.PathLike[str],
@@ -111,8 +127,10 @@ def search_sessions(
     session_id: str | None = None,
     owner: str | None = None,
     tags: Iterable[str] = (),
+    order: str = "newest",
 ) -> Found:
-    """Search the sessions of ``directory`` for the words of ``query``; the newest sessions first.
+    """Search the sessions of ``directory`` for the words of ``query``; the newest sessions first,
+    or with ``order="relevance"`` the best matches first (BM25, see the module's docstring).
 
     ``owner`` and ``tags`` limit the search to the sessions with that owner and every one of
     those tags (as ``SessionDirectory.list`` filters them; sessions without metadata are then
@@ -123,6 +141,7 @@ def search_sessions(
     Raises:
         TypeError: ``exclude`` or ``tags`` is one string rather than a list of them, or
             ``owner`` is not a string.
+        ValueError: ``order`` is neither ``"newest"`` nor ``"relevance"``.
 
     Example:
         >>> found = search_sessions("sessions", "golden gate")                # doctest: +SKIP
@@ -134,6 +153,8 @@ def search_sessions(
     wanted_tags = frozenset(string_list("tags", tags))
     if owner is not None and not isinstance(owner, str):
         raise TypeError(f"owner must be a str or None, not {type(owner).__name__}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     words = query.casefold().split()
     if not words:
         return Found(query, [], 0)
@@ -149,20 +170,76 @@ def search_sessions(
         lock_timeout=folder.lock_timeout,
         on_error=lambda _path, _exc: None,
     )
-    kept: list[Hit] = []
+    ranking = _Ranking(words) if order == "relevance" else None
+    kept: list[_Match] = []
     total = 0
     for hit in hits:
         text = hit.text.casefold()
-        if all(word in text for word in words):
+        found = [word in text for word in words]
+        if ranking is not None:
+            ranking.read(found)
+        if all(found):
             total += 1
-            if len(kept) < max_results:
-                kept.append(hit)
-    turns = _turns_of(folder, kept)
+            if ranking is not None:
+                if len(kept) < RANKED_MATCHES:
+                    ranking.match(text)
+                    kept.append(_Match(hit.session_id, hit.line, hit.role, _window(hit, snippet_chars)))
+            elif len(kept) < max_results:
+                kept.append(_Match(hit.session_id, hit.line, hit.role, _window(hit, snippet_chars)))
+    if ranking is not None:
+        kept = [kept[position] for position in ranking.best(max_results)]
+    turns = _turns_of(folder, [(match.session_id, match.line) for match in kept])
     snippets = [
-        Snippet(hit.session_id, turns.get((hit.session_id, hit.line)), hit.role, _window(hit, snippet_chars))
-        for hit in kept
+        Snippet(match.session_id, turns.get((match.session_id, match.line)), match.role, match.snippet)
+        for match in kept
     ]
     return Found(query, snippets, total)
+
+
+@dataclass(frozen=True)
+class _Match:
+    """A match as kept until its turn is known: where, who, and its snippet (not the item or its text)."""
+
+    session_id: str
+    line: int
+    role: str
+    snippet: str
+
+
+class _Ranking:
+    """BM25 over the items the search reads: document frequencies from all of them, scores for matches."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        self.read_items = 0
+        self.holding = [0] * len(words)  # items read that hold each word
+        self.matches: list[tuple[list[int], int]] = []  # per match: how often each word, its length
+
+    def read(self, found: list[bool]) -> None:
+        self.read_items += 1
+        for position, present in enumerate(found):
+            self.holding[position] += present
+
+    def match(self, text: str) -> None:
+        self.matches.append(([text.count(word) for word in self.words], text.count(" ") + 1))
+
+    def best(self, limit: int) -> list[int]:
+        """Positions of the ``limit`` best matches, best first; ties keep the newest first."""
+        if not self.matches:
+            return []
+        import math
+
+        weights = [
+            math.log(1 + (self.read_items - holding + 0.5) / (holding + 0.5)) for holding in self.holding
+        ]
+        average = sum(length for _, length in self.matches) / len(self.matches) or 1.0
+        scores = []
+        for counts, length in self.matches:
+            norm = _K1 * (1 - _B + _B * length / average)
+            scores.append(
+                sum(weight * count * (_K1 + 1) / (count + norm) for weight, count in zip(weights, counts))
+            )
+        return sorted(range(len(scores)), key=lambda position: -scores[position])[:limit]
 
 
 def session_search_tool(
@@ -174,8 +251,9 @@ def session_search_tool(
     exclude: Iterable[str] = (),
     owner: str | None = None,
     tags: Iterable[str] = (),
+    order: str = "newest",
     name: str = DEFAULT_NAME,
-    description: str = DEFAULT_DESCRIPTION,
+    description: str | None = None,
 ) -> FunctionTool:
     """An Agents SDK function tool that searches the sessions of ``directory`` (needs ``openai-agents``).
 
@@ -196,8 +274,9 @@ def session_search_tool(
         owner: Search only the sessions this owner owns (their metadata's ``owner``);
             None searches every owner's.
         tags: Search only the sessions that have every one of these tags.
+        order: ``"newest"`` sessions first, or ``"relevance"``: the best matches first (BM25).
         name: The tool's name as the model sees it.
-        description: What the model is told the tool does.
+        description: What the model is told the tool does (by default, what it does in this ``order``).
 
     Example:
         >>> from agents import Agent, Runner                                   # doctest: +SKIP
@@ -223,6 +302,10 @@ def session_search_tool(
     wanted_tags = tuple(string_list("tags", tags))
     if owner is not None and not isinstance(owner, str):
         raise TypeError(f"owner must be a str or None, not {type(owner).__name__}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    if description is None:
+        description = DEFAULT_DESCRIPTION if order == "newest" else RELEVANCE_DESCRIPTION
 
     async def search_past_conversations(query: str, session_id: str | None = None) -> str:
         """Search earlier conversations.
@@ -241,6 +324,7 @@ def session_search_tool(
             session_id=session_id,
             owner=owner,
             tags=wanted_tags,
+            order=order,
         )
         return found.render(max_chars)
 
@@ -278,11 +362,11 @@ def _matches(path: str, owner: str | None, tags: frozenset[str]) -> bool:
     return (owner is None or stored.owner == owner) and tags <= set(stored.tags)
 
 
-def _turns_of(folder: SessionDirectory, hits: list[Hit]) -> dict[tuple[str, int], int | None]:
-    """The turn of each hit's line: user messages counted from the top of its file, under its lock."""
+def _turns_of(folder: SessionDirectory, places: list[tuple[str, int]]) -> dict[tuple[str, int], int | None]:
+    """The turn of each (session, line): user messages counted from the top of its file, under its lock."""
     wanted: dict[str, set[int]] = {}
-    for hit in hits:
-        wanted.setdefault(hit.session_id, set()).add(hit.line)
+    for session_id, line in places:
+        wanted.setdefault(session_id, set()).add(line)
     turns: dict[tuple[str, int], int | None] = {}
     for session_id, lines in wanted.items():
         try:
