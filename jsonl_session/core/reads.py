@@ -159,10 +159,11 @@ def _read_block(fd: int, start: int, end: int) -> tuple[int, bytes]:
     return start, data
 
 
-def scan_file(fd: int, size: int) -> Iterator[Scan]:
-    """The first ``size`` bytes as :func:`scan_lines` splits them, about 1 MB at a time.
+def scan_file(fd: int, size: int, *, piece_bytes: int = _SPLIT_PIECE) -> Iterator[Scan]:
+    """The first ``size`` bytes as :func:`scan_lines` splits them, ``piece_bytes`` (1 MB) at a time.
 
-    For whole-file checks of any size: memory holds one piece plus the longest line. Every
+    For whole-file checks of any size: memory holds one piece plus the longest line (a server
+    that holds a piece per client asks for smaller ones). Every
     scan but the last ends at a newline; the last one has the unterminated tail and applies
     the end-of-file rule to it, so the lines are exactly those of ``scan_lines`` on the whole.
 
@@ -174,7 +175,7 @@ def scan_file(fd: int, size: int) -> Iterator[Scan]:
     start = position = 0  # file offsets: of pieces[0], and of the next byte to read
     number = 1
     while position < size:
-        piece = read_range(fd, position, min(size, position + _SPLIT_PIECE))
+        piece = read_range(fd, position, min(size, position + piece_bytes))
         if not piece:
             break  # shorter than ``size`` after all: scan what there is
         position += len(piece)

@@ -46,11 +46,37 @@ def page_about(
     (None when nothing is), and the page shows no title, tags or owner.
     """
     path = Path(path)
+    with Transaction(path, write=False, timeout=lock_timeout) as file:
+        if file.exists:
+            growth, first = _read(path, file.fd, file.size, turns=turns, lock_timeout=lock_timeout)
+        else:
+            growth, first = (Growth([], 0, 0) if turns else None), None
+    return _about(path, growth, first)
+
+
+def about_of(
+    path: str | os.PathLike[str],
+    fd: int,
+    size: int,
+    *,
+    turns: bool = True,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> dict[str, Any]:
+    """:func:`page_about` of the first ``size`` bytes of the session open on ``fd``.
+
+    For ``serve``, which streams a page from a descriptor taken under the shared lock: the
+    header and the turns describe exactly the bytes the page shows, whatever was written since.
+    """
+    path = Path(path)
+    growth, first = _read(path, fd, size, turns=turns, lock_timeout=lock_timeout)
+    return _about(path, growth, first)
+
+
+def _about(path: Path, growth: Growth | None, first: Any) -> dict[str, Any]:
     try:
         stored, problem = read_metadata(path), None
     except (SessionFileError, UnsafePathError) as exc:
         stored, problem = SessionMetadata(), str(exc)
-    growth, first = _read(path, turns=turns, lock_timeout=lock_timeout)
     return {
         "problem": problem,
         "title": stored.title,
@@ -63,22 +89,19 @@ def page_about(
     }
 
 
-def _read(path: Path, *, turns: bool, lock_timeout: float) -> tuple[Growth | None, Any]:
-    """The growth (None unless ``turns``) and the first user message, under the shared lock."""
-    with Transaction(path, write=False, timeout=lock_timeout) as file:
-        if not file.exists:
-            return (Growth([], 0, 0) if turns else None), None
-        if not turns:
-            return None, first_user_message(file.fd, file.size)
-        growing = _Growing()
-        for scan in reads.scan_file(file.fd, file.size):
-            for line in scan.lines:
-                item = scanner.parse_item(line.data)
-                if item is not None:
-                    growing.add(line.number, len(line.data), item)
-        # Under the session's lock, which every writer of the log holds: the log reads whole.
-        usage_log = sidecar_files.sidecar(path, sidecar_files.USAGE)
-        records = sidecar_files.read_lines(usage_log, timeout=lock_timeout)
+def _read(path: Path, fd: int, size: int, *, turns: bool, lock_timeout: float) -> tuple[Growth | None, Any]:
+    """The growth (None unless ``turns``) and the first user message of the file open on ``fd``."""
+    if not turns:
+        return None, first_user_message(fd, size)
+    growing = _Growing()
+    for scan in reads.scan_file(fd, size):
+        for line in scan.lines:
+            item = scanner.parse_item(line.data)
+            if item is not None:
+                growing.add(line.number, len(line.data), item)
+    # The usage log has its own lock, which every writer of it holds: it reads whole.
+    usage_log = sidecar_files.sidecar(path, sidecar_files.USAGE)
+    records = sidecar_files.read_lines(usage_log, timeout=lock_timeout)
     return growing.done(records), growing.questions[0] if growing.questions else None
 
 

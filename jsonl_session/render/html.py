@@ -131,7 +131,9 @@ def transcript_parts(
     yield transcript_end()
 
 
-def json_array_parts(objects: Iterable[bytes], *, opening: bytes = b"[") -> Iterator[bytes]:
+def json_array_parts(
+    objects: Iterable[bytes], *, opening: bytes = b"[", piece_bytes: int = PIECE_BYTES
+) -> Iterator[bytes]:
     """``opening``, the JSON ``objects`` joined by commas and ``]``, in safe pieces (:func:`script_json`)."""
     piece = [opening]
     size = 0
@@ -140,7 +142,7 @@ def json_array_parts(objects: Iterable[bytes], *, opening: bytes = b"[") -> Iter
         piece.append(comma + data)
         comma = b","
         size += len(data)
-        if size >= PIECE_BYTES:
+        if size >= piece_bytes:
             yield script_json(b"".join(piece))
             piece, size = [], 0
     piece.append(b"]")
@@ -158,22 +160,53 @@ def transcript_head(
     """The page up to its items' JSON array (what follows it is :func:`transcript_end`)."""
     settings = {
         "title": title,
-        "live": None
-        if live is None
-        else {"events": live.events, "version": live.version, "problem": live.problem},
+        "live": None if live is None else _live(live),
         "about": about,
         "times": times or None,
     }
-    shown = about and (about.get("title") or about.get("default_title"))
     prefix = script_json(orjson.dumps(settings)[:-1] + b',"items":')
+    return _top(title, meta=meta, index=None if live is None else live.index, about=about) + prefix
+
+
+def live_head(
+    title: str, *, meta: str = "", about: Mapping[str, Any] | None = None, index: str = "./"
+) -> bytes:
+    """A served page up to its items' JSON array, before anything is known of the items.
+
+    ``serve`` streams the items from the file, then :func:`live_rest`: the times, the turns and
+    the version are known only once the items are written. ``about`` gives the page's title
+    (its ``turns`` are not needed yet).
+    """
+    return _top(title, meta=meta, index=index, about=about) + script_json(
+        orjson.dumps({"title": title})[:-1] + b',"items":'
+    )
+
+
+def live_rest(
+    live: Live, *, about: Mapping[str, Any] | None, times: Sequence[Sequence[int]] | None
+) -> Iterator[bytes]:
+    """What follows a served page's items (:func:`live_head`): its settings, then the page's end."""
+    yield script_json(b',"times":' + orjson.dumps(times or None))
+    yield script_json(b',"about":' + orjson.dumps(about))
+    yield script_json(b',"live":' + orjson.dumps(_live(live)))
+    yield transcript_end()
+
+
+def _live(live: Live) -> dict[str, Any]:
+    return {"events": live.events, "version": live.version, "problem": live.problem}
+
+
+def _top(title: str, *, meta: str, index: str | None, about: Mapping[str, Any] | None) -> bytes:
+    """The page's HTML up to its data block; ``index`` (the way back to it) for a served page."""
+    shown = about and (about.get("title") or about.get("default_title"))
     heading = html.escape(title)
     status = changes = ""
-    if live is not None:
-        heading = f'<a href="{html.escape(live.index)}">sessions</a> / {heading}'
+    if index is not None:
+        heading = f'<a href="{html.escape(index)}">sessions</a> / {heading}'
         status = _LIVE_STATUS
         changes = _CHANGES
     head = _TRANSCRIPT_HEAD.format(
-        csp=content_security_policy("transcript.js", live is not None),
+        csp=content_security_policy("transcript.js", index is not None),
         title=html.escape(f"{shown} · {title}" if isinstance(shown, str) else title),
         heading=heading,
         meta=html.escape(meta),
@@ -181,7 +214,7 @@ def transcript_head(
         changes=changes,
         css=_asset("page.css"),
     )
-    return head.encode() + prefix
+    return head.encode()
 
 
 def index_page(folder: str, sessions: list[dict[str, object]], *, api: str, events: str) -> bytes:

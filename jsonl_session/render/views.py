@@ -107,6 +107,13 @@ class ViewBuilder:
         """Forget what was seen (the session was cleared or rewritten)."""
         self._handoffs.clear()
 
+    def note(self, item: Any) -> None:
+        """Remember what ``item`` means for the views after it, without making its view (cheap)."""
+        if type(item) is dict and item.get("type") == "function_call":
+            name, call_id = _string(item.get("name")), _string(item.get("call_id"))
+            if name.startswith(HANDOFF_PREFIX) and call_id:
+                self._handoffs.add(call_id)
+
     def view(self, item: Any, number: int) -> ItemView:
         """The view of ``item``, the ``number``-th line of its file."""
         if not isinstance(item, dict):
@@ -171,12 +178,15 @@ def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]
     return _lines_of(scanner.scan_lines(data), codec.decoder_for(data))
 
 
-def views_of_scans(scans: Iterable[scanner.Scan], builder: ViewBuilder | None = None) -> Iterator[ItemView]:
+def views_of_scans(
+    scans: Iterable[scanner.Scan], builder: ViewBuilder | None = None, *, torn_tail: bool = True
+) -> Iterator[ItemView]:
     """The views :func:`views_of_lines` gives, one at a time, from a file scanned in pieces.
 
     ``scans`` are :func:`jsonl_session.core.reads.scan_file`'s (the last one carries the torn
     tail, if any): memory holds one piece, whatever the file's size (``show --html``).
     ``builder`` (a new one by default) is left as the lines leave it, for items that follow.
+    ``torn_tail`` False leaves out a torn tail (a live view: a write may be under way).
     """
     builder = builder or ViewBuilder()
     next_number = 1  # of the line after the scans so far
@@ -188,8 +198,36 @@ def views_of_scans(scans: Iterable[scanner.Scan], builder: ViewBuilder | None = 
             ]
         yield from views
         next_number += scan.newlines
-        if scan.pending and not codec.is_blank(scan.pending):  # only in the last scan
+        if torn_tail and scan.pending and not codec.is_blank(scan.pending):  # only in the last scan
             yield _line_view(builder, next_number, None, scan.pending, torn=True)
+
+
+def encoded_views(fd: int, size: int, *, piece_bytes: int) -> Iterator[bytes]:
+    """The views of the file's first ``size`` bytes as JSON objects (:func:`encode_view`), one at a time.
+
+    Read ``piece_bytes`` at a time as the views are taken: a server streaming a page to a
+    client that reads slowly holds one piece, not the session. A torn tail is left out, as
+    a session follower leaves it (a write may be under way).
+    """
+    for view in views_of_scans(reads.scan_file(fd, size, piece_bytes=piece_bytes), torn_tail=False):
+        yield encode_view(view)
+
+
+def prime(builder: ViewBuilder, scans: Iterable[scanner.Scan]) -> int | None:
+    """Feed ``builder`` what the lines leave in it, and count the views they make, making none.
+
+    None as soon as a line is not an item: the views would flag it. A torn tail is not
+    counted, as a session follower does not count it.
+    """
+    count = 0
+    for scan in scans:
+        for line in scan.lines:
+            item = _item(line.data)
+            if item is None:
+                return None
+            builder.note(item)
+            count += 1
+    return count
 
 
 def _lines_of(

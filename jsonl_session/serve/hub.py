@@ -67,10 +67,11 @@ from ..core.errors import JSONLSessionError, LockTimeout, UnsafePathError
 from ..core.names import filename_for
 from ..core.transaction import Transaction
 from ..render.html import script_json
-from ..render.views import ViewBuilder, read_file, views_of_lines, views_of_scans
+from ..render.views import ViewBuilder, prime, read_file, views_of_lines, views_of_scans
 from ..session.folder import SessionDirectory
 from ..watch import Change, watch_directory_sync, watch_session_sync
-from .mirrors import Mirror, WatchedFile, kept_view
+from .heap import give_back
+from .mirrors import Mirror, PageSnapshot, WatchedFile, kept_view
 from .subscriptions import MAX_QUEUED_BYTES, Event, Subscription
 
 LINGER_SECONDS = 15.0
@@ -95,12 +96,19 @@ class Hub:
         self._subscribers: dict[str | None, set[Subscription]] = collections.defaultdict(set)
         self._version = 0
         self._stop = threading.Event()
+        self._ready = threading.Event()  # the watch's first look is done (or failed)
         self._last_problem = ""
         self._thread = threading.Thread(target=self._run, name="jsonl-session-serve-watch", daemon=True)
 
     def start(self) -> None:
-        """Start following the folder."""
+        """Start following the folder; return once the watch is up (its first look done, or failed).
+
+        A server that says it is ready is then watching, and the memory the first look freed
+        is given back.
+        """
         self._thread.start()
+        while not self._ready.wait(0.5) and self._thread.is_alive():
+            pass
 
     def close(self) -> None:
         """Stop the watch (within one of its steps) and end every subscription."""
@@ -114,18 +122,53 @@ class Hub:
                 mirror.watch.close()
             self._mirrors.clear()
 
-    def page(self, session_id: str) -> tuple[int, Sequence[bytes], str] | None:
-        """``(version, views, problem)`` of a session (views: escaped JSON objects), or None if there is none.
+    def open_page(self, session_id: str) -> PageSnapshot | None:
+        """The session as a page shows it now: a descriptor on its file and the version it is at.
 
-        The session is read now if no page shows it yet, and kept for the page's events
-        (:data:`LINGER_SECONDS` at least).
+        None if there is no such session. Taken under the session's shared lock with the
+        mirror brought up to date under it, so the first ``size`` bytes of the descriptor are
+        exactly the items of ``version``; the server streams them from there, and
+        :meth:`settle` says, once they are written, whether they still are. The mirror is
+        kept for the page's events (:data:`LINGER_SECONDS` at least).
         """
+        path = self.directory / filename_for(session_id)
+        with self._lock:
+            mirror = self._mirror(session_id)
+            if mirror is None:
+                return None
+            with Transaction(path, write=False, timeout=self.lock_timeout) as file:
+                if not file.exists:
+                    return None
+                self._refresh(session_id, mirror)  # the changes before our lock, sent as usual
+                if self._mirrors.get(session_id) is not mirror:  # a symlink after all: not a session
+                    return None
+                fd = os.dup(file.fd)
+            problem = f"{session_id}: {mirror.problem}" if mirror.problem else ""
+            return PageSnapshot(session_id, path, fd, file.size, mirror.version, mirror.cuts, problem)
+
+    def settle(self, page: PageSnapshot) -> int:
+        """The version a streamed page is at: its snapshot's, or 0 if the file was cut meanwhile.
+
+        A pop or a clear in place may have changed the bytes the page was streamed from; a
+        page at version 0 gets a ``reset`` (the session as it is) when its events connect.
+        """
+        with self._lock:
+            mirror = self._mirrors.get(page.session_id)
+            if mirror is None:
+                return 0
+            self._refresh(page.session_id, mirror)  # a cut not yet heard of by the folder watch
+            same = self._mirrors.get(page.session_id) is mirror and mirror.cuts == page.cuts
+            mirror.used = time.monotonic()
+            return page.version if same else 0
+
+    def page(self, session_id: str) -> tuple[int, Sequence[bytes], str] | None:
+        """``(version, views, problem)`` of a session, rendered whole (tests; pages are streamed)."""
         with self._lock:
             mirror = self._mirror(session_id)
             if mirror is None:
                 return None
             problem = f"{session_id}: {mirror.problem}" if mirror.problem else ""
-            return mirror.version, tuple(mirror.views), problem
+            return mirror.version, tuple(self._views(session_id, mirror)), problem
 
     def subscribe(self, session_id: str | None, since: int | None) -> Subscription | None:
         """Follow one session from version ``since`` (a ``reset`` first if not current), or the index.
@@ -146,11 +189,19 @@ class Hub:
     def sweep(self) -> None:
         """Drop the mirrors no page has followed for :data:`LINGER_SECONDS` (the server calls this often)."""
         now = time.monotonic()
+        dropped = False
         with self._lock:
             for session_id, mirror in list(self._mirrors.items()):
-                if not self._subscribers.get(session_id) and now - mirror.used > LINGER_SECONDS:
+                if self._subscribers.get(session_id):
+                    continue
+                if mirror.views is not None:  # no stream needs them whole: rendered again for a reset
+                    mirror.views = None
+                    dropped = True
+                if now - mirror.used > LINGER_SECONDS:
                     mirror.watch.close()
                     del self._mirrors[session_id]
+        if dropped:
+            give_back()
 
     def subscribers(self, session_id: str | None) -> int:
         """How many pages follow this session (None: the index) now (tests, benchmarks)."""
@@ -187,13 +238,12 @@ class Hub:
     def _read(self, session_id: str) -> Mirror | None:
         """A new mirror, the session read a piece at a time; None if a line is not an item.
 
-        Rendering as the file is read keeps the peak near the views' size: the follower's own
-        first look parses every item at once (~10x the file). It is made with ``start="now"``
-        (it indexes the lines, parses none) while this shared lock is held, so it starts from
-        exactly the bytes rendered here (a shared lock is granted beside another shared one).
+        Nothing is rendered: the builder learns the handoff calls and the items are counted,
+        for the changes that follow. The follower is made with ``start="now"`` (it indexes the
+        lines, parses none) while this shared lock is held, so it starts from exactly the
+        bytes read here (a shared lock is granted beside another shared one).
         """
         builder = ViewBuilder()
-        views = []
         try:
             with Transaction(
                 self.directory / filename_for(session_id), write=False, timeout=self.lock_timeout
@@ -201,17 +251,43 @@ class Hub:
                 if not file.exists:
                     return None
                 # The follower first: what its look holds (the whole file and its lines) is
-                # let go before the views are made.
+                # let go before the file is read again.
                 watch = watch_session_sync(self._watched(session_id), start="now")
                 watch.catch_up()
-                for view in views_of_scans(reads.scan_file(file.fd, os.fstat(file.fd).st_size), builder):
-                    if view.tone == "invalid":
-                        watch.close()
-                        return None
-                    views.append(kept_view(view))
+                count = prime(builder, reads.scan_file(file.fd, file.size))
+                if count is None:
+                    watch.close()
+                    return None
         except (JSONLSessionError, OSError):
             return None
-        return Mirror(watch, views=views, builder=builder, fresh=False)
+        finally:
+            give_back()  # what the follower's first look freed
+        return Mirror(watch, count=count, builder=builder, fresh=False)
+
+    def _views(self, session_id: str, mirror: Mirror) -> list[bytes]:
+        """The mirror's views, rendered from the file now if they are not kept. Under the lock.
+
+        Read under the session's shared lock with the mirror brought up to date under it, so
+        the views are exactly those of the mirror's version. Kept while an event stream
+        follows the session (a ``reset`` for each page that falls behind shares them).
+        """
+        if mirror.views is not None:
+            return mirror.views
+        views: list[bytes] = []
+        try:
+            with Transaction(
+                self.directory / filename_for(session_id), write=False, timeout=self.lock_timeout
+            ) as file:
+                self._refresh(session_id, mirror)
+                if mirror.views is not None:  # a problem, a failure: the refresh rendered them
+                    return mirror.views
+                if file.exists:
+                    scans = reads.scan_file(file.fd, file.size)
+                    views = [kept_view(view) for view in views_of_scans(scans, torn_tail=False)]
+        except (JSONLSessionError, OSError):
+            return []
+        mirror.views = views
+        return views
 
     def _watched(self, session_id: str) -> WatchedFile:
         return WatchedFile(self.directory, session_id, self.lock_timeout)
@@ -223,6 +299,8 @@ class Hub:
                 with watch_directory_sync(
                     self.directory, start="now", stop_event=self._stop, lock_timeout=self.lock_timeout
                 ) as changes:
+                    give_back()  # what its first look at every session freed
+                    self._ready.set()
                     if failures:  # what changed while the watch was down
                         self._refresh_all()
                     for change in changes:
@@ -234,6 +312,7 @@ class Hub:
                 message = str(exc) or type(exc).__name__
                 print(f"jsonl-session serve: warning: watch stopped ({message}); restarting", file=sys.stderr)
                 self._broadcast_problem(message)
+                self._ready.set()  # serve what there is meanwhile
                 self._stop.wait(RESTART_DELAYS[min(failures, len(RESTART_DELAYS) - 1)])
                 failures += 1
 
@@ -273,6 +352,7 @@ class Hub:
             return
         except LockTimeout as error:  # its lock held too long: keep the items, say why
             mirror.problem = str(error)
+            mirror.cuts += 1  # what happened meanwhile is not known
             self._send(
                 session_id, mirror, {"kind": "problem", "message": f"{session_id}: {error}"}, send=send
             )
@@ -286,6 +366,8 @@ class Hub:
             mirror.problem = str(error)
             mirror.builder.reset()
             mirror.views = self._read_leniently(session_id)
+            mirror.count = len(mirror.views)
+            mirror.cuts += 1
             payload = {"kind": "problem", "message": f"{session_id}: {error}", "count": len(mirror.views)}
             self._send(session_id, mirror, payload, mirror.views, send=send)
             return
@@ -295,24 +377,42 @@ class Hub:
             items = [item for change in changes if change.kind == "appended" for item in change.items]
             if not send:  # a new mirror: no page has anything yet
                 mirror.views = self._render(mirror, items)
+                mirror.count = len(items)
                 return
             changes = [Change("replaced", session_id, items, len(items))]  # after a failure
         mirror.problem = ""
+        # Views are made for the pages that follow the session, and kept only if they are.
+        wanted = (send and bool(self._subscribers.get(session_id))) or mirror.views is not None
         for change in changes:
             views: Sequence[bytes] = ()
             if change.kind == "appended":
-                views = self._render(mirror, change.items, start=len(mirror.views))
-                mirror.views.extend(views)
+                views = self._render(mirror, change.items, start=mirror.count, wanted=wanted)
+                if mirror.views is not None:
+                    mirror.views.extend(views)
+                mirror.count += len(change.items)
             elif change.kind == "removed":
-                del mirror.views[max(0, len(mirror.views) - change.count) :]
+                mirror.cuts += 1
+                mirror.count = max(0, mirror.count - change.count)
+                if mirror.views is not None:
+                    del mirror.views[mirror.count :]
             else:  # "cleared", "replaced", "deleted"
+                mirror.cuts += 1
                 mirror.builder.reset()
-                mirror.views = self._render(mirror, change.items)
-                views = tuple(mirror.views)
+                views = self._render(mirror, change.items, wanted=wanted)
+                if mirror.views is not None:
+                    mirror.views = list(views)
+                mirror.count = len(change.items)
             self._send(session_id, mirror, {"kind": change.kind, "count": change.count}, views, send=send)
 
-    def _render(self, mirror: Mirror, items: list[Any], *, start: int = 0) -> list[bytes]:
+    def _render(
+        self, mirror: Mirror, items: list[Any], *, start: int = 0, wanted: bool = True
+    ) -> list[bytes]:
+        """The items' views after the mirror's; if not ``wanted``, only what the builder must remember."""
         builder = mirror.builder
+        if not wanted:
+            for item in items:
+                builder.note(item)
+            return []
         return [kept_view(builder.view(item, start + n)) for n, item in enumerate(items, 1)]
 
     def _read_leniently(self, session_id: str) -> list[bytes]:
@@ -351,16 +451,19 @@ class Hub:
         with self._lock:
             session_id = subscriber.session_id
             mirror = self._mirrors.get(session_id) if session_id is not None else None
-            if mirror is None:  # the index (or a session forgotten meanwhile: nothing to show)
+            if (
+                session_id is None or mirror is None
+            ):  # the index (or a session forgotten meanwhile: nothing to show)
                 event = Event(self._version, b'{"kind":"reset","version":%d' % self._version, (), b"}")
             else:
+                views = tuple(self._views(session_id, mirror))
                 problem = f"{session_id}: {mirror.problem}" if mirror.problem else ""
                 head = b'{"kind":"reset","version":%d,"count":%d,"problem":%s,"items":[' % (
                     mirror.version,
-                    len(mirror.views),
+                    len(views),
                     script_json(orjson.dumps(problem)),
                 )
-                event = Event(mirror.version, head, tuple(mirror.views), b"]}")
+                event = Event(mirror.version, head, views, b"]}")
             subscriber.restart(event)
         got = subscriber.get(0)
         assert got is not None

@@ -46,6 +46,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -56,14 +57,18 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import orjson
 
+from ..core import reads
 from ..core.errors import JSONLSessionError
+from ..core.item_times import numbered_times
 from ..core.names import filename_for
-from ..history.page_data import page_about
-from ..render.file_io import line_times
-from ..render.html import Live, content_security_policy, index_page, transcript_parts
+from ..history.page_data import about_of
+from ..render.html import Live, content_security_policy, index_page, json_array_parts, live_head, live_rest
+from ..render.views import encoded_views
 from ..session.folder import SessionDirectory
 from .addresses import check_address, is_local, local_names
+from .heap import give_back, one_arena
 from .hub import Hub
+from .mirrors import PageSnapshot
 from .rows import index_row
 from .subscriptions import MAX_QUEUED_BYTES
 
@@ -71,6 +76,8 @@ KEEP_ALIVE_SECONDS = 10.0
 """How often an idle event stream sends a comment (a closed tab is noticed on the next write)."""
 NO_FRAMES = "frame-ancestors 'none'"
 """In every response's policy: no page of the viewer can be framed (clickjacking)."""
+PAGE_PIECE_BYTES = 64 * 1024
+"""How much of a session file a page's stream reads, renders and writes at a time (held per client)."""
 _BUSY = (
     b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
     b"Retry-After: 1\r\nConnection: close\r\nContent-Length: 41\r\n\r\n"
@@ -111,6 +118,7 @@ class ViewerServer(ThreadingHTTPServer):
         self.hosts = local_names(str(self.server_address[0]), address[0])
         self._slots = threading.BoundedSemaphore(self.limits.connections)
         self._heads: dict[socket.socket, float] = {}  # connection -> when its headers are due
+        self._closed = self._trimmed = 0  # connections closed in all; how many when the heaps were trimmed
         self._heads_lock = threading.Lock()
 
     # -- the connection cap ------------------------------------------------------------------
@@ -137,6 +145,8 @@ class ViewerServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self.head_done(request)
+            with self._heads_lock:
+                self._closed += 1
             self._slots.release()
 
     # -- the deadline for a request's head ---------------------------------------------------
@@ -162,6 +172,11 @@ class ViewerServer(ThreadingHTTPServer):
             except OSError:
                 pass
         self.hub.sweep()
+        if (
+            self._closed != self._trimmed
+        ):  # what their threads freed (arenas of their own), back to the system
+            self._trimmed = self._closed
+            give_back()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -240,30 +255,22 @@ class Handler(BaseHTTPRequestHandler):
         return [index_row(info, lock_timeout=self.server.hub.lock_timeout) for info in infos]
 
     def _session(self, session_id: str, *, body: bool) -> None:
-        page = self.server.hub.page(session_id)
+        page = self.server.hub.open_page(session_id)
         if page is None:
             self._send(HTTPStatus.NOT_FOUND, b"no such session in this folder\n", "text/plain", body=body)
             return
-        version, views, problem = page
-        path = self.server.hub.directory / filename_for(session_id)
-        try:  # the header and the turns panel; a broken .meta must not hide the transcript
-            about = page_about(path, lock_timeout=self.server.hub.lock_timeout)
-        except (OSError, JSONLSessionError):
-            about = None
-        try:  # when each item was added: a page without times beats no page
-            times = line_times(path, self.server.hub.lock_timeout)
-        except (OSError, JSONLSessionError):
-            times = None
-        live = Live(
-            events=f"events?id={quote(session_id, safe='')}&v={version}", version=version, problem=problem
-        )
-        self._start(HTTPStatus.OK, "text/html", script="transcript.js")  # no length: the end is the close
-        self.end_headers()
-        if body:
-            for piece in transcript_parts(
-                session_id, views, meta=str(path), live=live, about=about, times=times
-            ):
-                self.wfile.write(piece)
+        with page:
+            self._start(HTTPStatus.OK, "text/html", script="transcript.js")  # no length: the end is the close
+            self.end_headers()
+            if not body:
+                return
+            try:
+                for piece in page_parts(self.server.hub, page):
+                    self.wfile.write(piece)
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                raise
+            except (JSONLSessionError, OSError):  # the answer has begun: end it, unfinished
+                self.close_connection = True
 
     def _events(self, session_id: str | None, *, body: bool) -> None:
         # A reconnecting EventSource says which version it has; a new page, in its URL.
@@ -324,6 +331,36 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
 
+def page_parts(hub: Hub, page: PageSnapshot) -> Iterator[bytes]:
+    """A served transcript page, streamed from the file as the client takes it.
+
+    Memory holds one piece (:data:`PAGE_PIECE_BYTES` of the file and its views), whatever the
+    session's size and however slowly the client reads: the items are read, rendered and
+    written a piece at a time, and what is known only once they are written (the turns, the
+    times, the version, see ``Hub.settle``) comes after them in the page's data.
+    """
+    path, timeout = page.path, hub.lock_timeout
+    yield live_head(page.session_id, meta=str(path), about=_about(page, turns=False, lock_timeout=timeout))
+    views = encoded_views(page.fd, page.size, piece_bytes=PAGE_PIECE_BYTES)
+    yield from json_array_parts(views, piece_bytes=PAGE_PIECE_BYTES)
+    about = _about(page, turns=True, lock_timeout=timeout)
+    try:  # when each item was added: a page without times beats no page
+        times = numbered_times(path, reads.scan_file(page.fd, page.size))
+    except (OSError, JSONLSessionError):
+        times = None
+    version = hub.settle(page)
+    events = f"events?id={quote(page.session_id, safe='')}&v={version}"
+    yield from live_rest(Live(events=events, version=version, problem=page.problem), about=about, times=times)
+
+
+def _about(page: PageSnapshot, *, turns: bool, lock_timeout: float) -> dict[str, Any] | None:
+    """The header (and ``turns``: the turns panel) of the page's bytes; a broken .meta hides nothing else."""
+    try:
+        return about_of(page.path, page.fd, page.size, turns=turns, lock_timeout=lock_timeout)
+    except (OSError, JSONLSessionError):
+        return None
+
+
 def serve(
     directory: str | Path,
     *,
@@ -344,6 +381,7 @@ def serve(
     """
     number, warning = check_address(host, port, allow_remote=allow_remote)
     limits = limits or Limits()
+    one_arena()  # before any thread: what a handler frees must not stay in an arena of its own
     hub = Hub(directory, lock_timeout=lock_timeout, queued_bytes=limits.queued_bytes)
     try:
         server = ViewerServer((host, number), hub, limits=limits)
