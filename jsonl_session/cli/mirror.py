@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 
 from .. import JSONLSessionError
 from ..render.terminal_text import printable
-from ..transfer.urls import error_line, quotes_password, shown_url
+from ..transfer.urls import error_line, quotes_password, shown_urls
 from .lookup import directory
 from .output import Failure, UsageError, note, print_json
 
@@ -36,7 +36,8 @@ def cmd_mirror(args: argparse.Namespace) -> int:
 
     from ..transfer.mirror import catch_up_mirror, mirror_folder
 
-    url, folder, screen = args.to, directory(args), _Screen()
+    url = args.to[0] if len(args.to) == 1 else args.to  # several: sessions spread by their id's hash
+    folder, screen = directory(args), _Screen()
     guard = {"delete": args.delete, "mass_delete": args.yes}
     if args.once or args.dry_run or args.verify:
         dry_run = args.dry_run or args.verify
@@ -78,7 +79,7 @@ def shown(line: str) -> str:
     return printable(line).replace("\n", "\\n").replace("\t", "\\t")
 
 
-def _summary(outcomes: list[MirrorOutcome], url: str, verb: str, *, dry_run: bool = False) -> str:
+def _summary(outcomes: list[MirrorOutcome], url: str | list[str], verb: str, *, dry_run: bool = False) -> str:
     counts: Counter[str] = Counter(outcome.status for outcome in outcomes)
     labels = {"same": "up to date", "kept": "only there (kept)"}
     if dry_run:  # nothing was written: say what would have been
@@ -86,7 +87,7 @@ def _summary(outcomes: list[MirrorOutcome], url: str, verb: str, *, dry_run: boo
     order = ("same", "created", "appended", "rewritten", "deleted", "kept", "failed")
     parts = [f"{counts[status]} {labels.get(status, status)}" for status in order if counts[status]]
     sessions = sum(1 for outcome in outcomes if outcome.status != "kept")
-    return f"{verb}: {sessions} session{'' if sessions == 1 else 's'} against {shown_url(url)}: " + (
+    return f"{verb}: {sessions} session{'' if sessions == 1 else 's'} against {shown_urls(url)}: " + (
         ", ".join(parts) or "nothing to compare"
     )
 
@@ -119,13 +120,13 @@ class _Screen:
             self.open = False
 
 
-async def _one_line_errors(url: str, work: Any, screen: _Screen) -> Any:
+async def _one_line_errors(url: str | list[str], work: Any, screen: _Screen) -> Any:
     async with _database_errors(url, screen):
         return await work
 
 
 @asynccontextmanager
-async def _database_errors(url: str, screen: _Screen) -> AsyncIterator[None]:
+async def _database_errors(url: str | list[str], screen: _Screen) -> AsyncIterator[None]:
     """A database's own exceptions (connection refused, bad credentials...) as one line, no password."""
     from ..transfer.mirror import FolderUnavailable, MassDeletionRefused
 
@@ -141,4 +142,4 @@ async def _database_errors(url: str, screen: _Screen) -> AsyncIterator[None]:
         screen.end_line()
         if isinstance(exc, ValueError) and not quotes_password(str(exc), url):
             raise
-        raise Failure(f"{shown_url(url)}: {error_line(exc, url)}") from None
+        raise Failure(f"{shown_urls(url)}: {error_line(exc, url)}") from None

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 from .. import JSONLSessionError
-from ..transfer.urls import error_line, quotes_password, shown_url
+from ..transfer.urls import error_line, quotes_password, shown_urls
 from .lookup import directory, existing, open_session
 from .output import Failure, error, note, plural
 
@@ -45,7 +45,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             url, export_session(source, url, target_id, progress=_progress_bar("export"), replace=replace)
         )
     )
-    where = f"{shown_url(url)} as {target_id}"
+    where = f"{shown_urls(url)} as {target_id}"
     _say_or_fail(source.session_id, outcome, "exported", f"to {where}", f"in {where}")
     return 0
 
@@ -59,10 +59,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.all:
         if args.id or args.as_id:
             return _usage("import --all copies every session under its own id: give no --id and no --as")
-        return _copy_all("import", args.url, args)
+        return _copy_all("import", args.url[0] if len(args.url) == 1 else args.url, args)
     if not args.id:
         return _usage("import: give --id SOURCE_ID, or --all")
-    url, target = args.url, open_session(args, args.as_id or args.id)
+    from ..transfer.shards import home_of
+
+    url, target = home_of(args.id, args.url), open_session(args, args.as_id or args.id)
     target.get_items_sync(limit=1)  # a symlink or an unreadable file here fails before the backend is read
     replace = getattr(args, "replace", False)
     outcome = asyncio.run(
@@ -71,8 +73,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
     )
     if outcome.status == "failed" and not outcome.items:
-        raise Failure(f"{shown_url(url)}: session {args.id!r} has no items (wrong --id?)")
-    _say_or_fail(target.session_id, outcome, "imported", f"from {shown_url(url)}", f"in {target.directory}")
+        raise Failure(f"{shown_urls(url)}: session {args.id!r} has no items (wrong --id?)")
+    _say_or_fail(target.session_id, outcome, "imported", f"from {shown_urls(url)}", f"in {target.directory}")
     return 0
 
 
@@ -92,7 +94,7 @@ def _say_or_fail(name: str, outcome: Any, verb: str, where: str, there: str) -> 
     note(f"{name}: {said}")
 
 
-def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
+def _copy_all(verb: str, url: str | list[str], args: argparse.Namespace) -> int:
     """``export --all`` / ``import --all``: a line per session appended, differing or failed; a summary."""
     import asyncio
 
@@ -102,6 +104,7 @@ def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
     replace = getattr(args, "replace", False)
     with _terminal_line_ended(progress):
         if verb == "export":
+            assert isinstance(url, str)  # export takes one --to
             work = export_all(directory(args), url, progress=progress, replace=replace)
         else:
             work = import_all(url, directory(args), progress=progress, replace=replace)
@@ -116,7 +119,7 @@ def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
     counts = Counter(outcome.status for outcome in outcomes)
     copied = sum(outcome.items for outcome in outcomes if outcome.status == "copied")
     appended = sum(outcome.items for outcome in outcomes if outcome.status == "appended")
-    where = f"to {shown_url(url)}" if verb == "export" else f"from {shown_url(url)}"
+    where = f"to {shown_urls(url)}" if verb == "export" else f"from {shown_urls(url)}"
     sessions = f"{counts['copied']} session{plural(counts['copied'])} ({copied} item{plural(copied)})"
     grown = f"{counts['appended']} appended ({appended} item{plural(appended)})"
     replaced = f"{counts['replaced']} replaced, " if counts["replaced"] else ""
@@ -128,7 +131,7 @@ def _copy_all(verb: str, url: str, args: argparse.Namespace) -> int:
     return 1 if counts["differs"] or counts["failed"] else 0
 
 
-async def _in_backend_errors(url: str, work: Any) -> Any:
+async def _in_backend_errors(url: str | list[str], work: Any) -> Any:
     async with _backend_errors(url):
         return await work
 
@@ -150,7 +153,7 @@ def _usage(message: str) -> int:
 
 
 @asynccontextmanager
-async def _backend_errors(url: str) -> AsyncIterator[None]:
+async def _backend_errors(url: str | list[str]) -> AsyncIterator[None]:
     """Turn a backend's own exceptions (connection refused, bad credentials...) into one line."""
     try:
         yield
@@ -159,7 +162,7 @@ async def _backend_errors(url: str) -> AsyncIterator[None]:
     except Exception as exc:  # redis.ConnectionError, sqlalchemy OperationalError, a driver ValueError...
         if isinstance(exc, ValueError) and not quotes_password(str(exc), url):
             raise
-        raise Failure(f"{shown_url(url)}: {error_line(exc, url)}") from None
+        raise Failure(f"{shown_urls(url)}: {error_line(exc, url)}") from None
 
 
 def _progress_bar(verb: str, unit: str = "items") -> Any:

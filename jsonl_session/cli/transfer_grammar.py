@@ -47,7 +47,13 @@ def add_transfer_commands(commands: Commands) -> None:
         f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy\n"
         f"{PROG} import redis://localhost:6379/0 --all",
     )
-    imp.add_argument("url", metavar="URL", help="backend URL, as for export")
+    imp.add_argument(
+        "url",
+        metavar="URL",
+        nargs="+",
+        help="backend URL, as for export; several: the databases a sharded mirror writes (each session "
+        "read from the one its id hashes to)",
+    )
     imp.add_argument("--id", metavar="SOURCE_ID", help="session id in that backend (or --all)")
     imp.add_argument(
         "--all",
@@ -69,7 +75,14 @@ def add_transfer_commands(commands: Commands) -> None:
         f"--delete\n{PROG} mirror --to postgresql://me@db.internal/chats --verify --json",
         json=True,
     )
-    mirror.add_argument("--to", required=True, metavar="URL", help="database URL, as for export")
+    mirror.add_argument(
+        "--to",
+        required=True,
+        action="append",
+        metavar="URL",
+        help="database URL, as for export; given more than once, each session goes to one of them "
+        "by a hash of its id (docs/backends.md, 'More than one database')",
+    )
     mirror.add_argument(
         "--delete", action="store_true", help="delete there what is deleted here (default: kept there)"
     )

@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace as with_changes
 from typing import Any
 
@@ -46,6 +46,7 @@ from .companion import Metadata
 from .concurrently import each
 from .outcomes import Outcome, Status, plan
 from .sdk_schema import check_storable, refusal
+from .shards import shard_of
 
 __all__ = [
     "CONCURRENCY",
@@ -247,7 +248,7 @@ def _reason(exc: BaseException) -> str:
 
 
 async def import_all(
-    url: str,
+    url: str | Sequence[str],
     directory: SessionDirectory,
     *,
     progress: Progress | None = None,
@@ -257,12 +258,48 @@ async def import_all(
     """Bring every session stored at ``url`` up to date in ``directory`` (one file per session id),
     with its sidecars and times when jsonl-session exported it there (``companion``).
 
+    Several URLs (a sharded mirror's): each session is read from its home database
+    (``shards.shard_of``), or, if only another one holds it, from the first that does.
+
     Example:
         >>> await import_all("redis://localhost:6379/0", SessionDirectory("sessions"))  # doctest: +SKIP
         [Outcome(session_id='convo_123', status='skipped', items=42, detail=''), ...]
     """
+    if isinstance(url, str) or len(url) == 1:
+        return await _import_from(
+            url if isinstance(url, str) else url[0], directory, None, progress, concurrency, replace
+        )
+    urls = list(url)
+    held: list[set[str]] = []
+    for one_url in urls:
+        async with open_backend(one_url) as backend:
+            held.append(set((await backend.listing())[0]))
+    chosen: list[set[str]] = [set() for _ in urls]
+    for session_id in set().union(*held):
+        home = shard_of(session_id, len(urls))
+        source = (
+            home if session_id in held[home] else next(i for i, ids in enumerate(held) if session_id in ids)
+        )
+        chosen[source].add(session_id)
+    outcomes: list[Outcome] = []
+    for one_url, only in zip(urls, chosen, strict=True):
+        outcomes += await _import_from(one_url, directory, only, progress, concurrency, replace)
+    return outcomes
+
+
+async def _import_from(
+    url: str,
+    directory: SessionDirectory,
+    only: set[str] | None,
+    progress: Progress | None,
+    concurrency: int,
+    replace: bool,
+) -> list[Outcome]:
+    """:func:`import_all` from one backend, of the ids in ``only`` (None: all of them)."""
     async with open_backend(url) as backend:
         ids, foreign = await backend.listing()
+        if only is not None:
+            ids = [session_id for session_id in ids if session_id in only]
         known = await read_companions(backend)
 
         async def one(session_id: str) -> Outcome:

@@ -8,8 +8,9 @@ accept), and drivers quote pieces of it in their own errors. Nothing prints a UR
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["error_line", "quotes_password", "shown_url"]
+__all__ = ["error_line", "quotes_password", "shown_url", "shown_urls"]
 
 
 def shown_url(url: str) -> str:
@@ -28,16 +29,23 @@ def shown_url(url: str) -> str:
     return _QUERY_SECRET.sub(lambda match: match.group(1) + "***", shown)
 
 
-def quotes_password(text: str, url: str) -> bool:
-    """Whether ``text`` (a driver's error message) holds one of the URL's passwords or a piece
-    of it, as a driver that split it at a ``/``, ``@`` or ``:`` would quote it."""
+def shown_urls(urls: str | Sequence[str]) -> str:
+    """One URL, or several (``a, b``), as :func:`shown_url` shows each."""
+    return shown_url(urls) if isinstance(urls, str) else ", ".join(shown_url(url) for url in urls)
+
+
+def quotes_password(text: str, url: str | Sequence[str]) -> bool:
+    """Whether ``text`` (a driver's error message) holds one of the URL's (or URLs') passwords or
+    a piece of it, as a driver that split it at a ``/``, ``@`` or ``:`` would quote it."""
+    if not isinstance(url, str):
+        return any(quotes_password(text, one) for one in url)
     for password in _secrets(url):
         if any(piece in text for piece in (password, *re.split(r"[/@:]", password)) if len(piece) >= 2):
             return True
     return False
 
 
-def error_line(exc: BaseException, url: str) -> str:
+def error_line(exc: BaseException, url: str | Sequence[str]) -> str:
     """``Type: first line`` of a driver's error, never quoting the URL's password (a driver may:
     redis-py on an unencoded ``/`` in it says "Port could not be cast to integer value as 'hun'").
 

@@ -37,14 +37,14 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ...core.errors import JSONLSessionError
 from ...session.folder import SessionDirectory
 from ...watch import StopFlag, watch_directory
 from ..concurrently import each
 from ..sdk_schema import id_problem
-from ..urls import error_line, shown_url
+from ..urls import error_line, shown_urls
 from .follow import Replica
 from .outcomes import MirrorOutcome, outcome_of
 from .plan import texts_of
@@ -88,11 +88,13 @@ Notice = Callable[[str], None]
 Progress = Callable[[int, int], None]
 """``progress(sessions_compared, sessions_total)`` during a catch-up."""
 Folder = str | os.PathLike[str] | SessionDirectory
+URLs = str | Sequence[str]
+"""One database URL, or several: each session then goes to the one ``shards.shard_of`` names."""
 
 
 async def mirror_folder(
     directory: Folder,
-    url: str,
+    url: URLs,
     *,
     delete: bool = False,
     stop_event: StopFlag | None = None,
@@ -138,11 +140,19 @@ async def mirror_folder(
         try:
             async with open_target(url) as target:
                 if connected:
-                    say(f"{shown_url(url)}: reachable again; catching up")
+                    say(f"{shown_urls(url)}: reachable again; catching up")
                 connected, attempt = True, 0
                 policy = _Deletions(delete, mass_delete)
                 await _follow(
-                    folder, target, policy, stop_event, report or _quiet, say, progress, concurrency
+                    folder,
+                    target,
+                    shown_urls(url),
+                    policy,
+                    stop_event,
+                    report or _quiet,
+                    say,
+                    progress,
+                    concurrency,
                 )
                 return
         except Exception as exc:
@@ -150,12 +160,12 @@ async def mirror_folder(
                 raise
             delay = RETRY_SECONDS[min(attempt, len(RETRY_SECONDS) - 1)]
             attempt += 1
-            say(f"{shown_url(url)}: unavailable ({error_line(exc, url)}); retrying in {delay:g} s")
+            say(f"{shown_urls(url)}: unavailable ({error_line(exc, url)}); retrying in {delay:g} s")
             if await _stopped_within(stop_event, delay):
                 return
 
 
-def mirror_folder_sync(directory: Folder, url: str, **options: object) -> None:
+def mirror_folder_sync(directory: Folder, url: URLs, **options: object) -> None:
     """Blocking twin of :func:`mirror_folder` (same arguments); Ctrl-C stops it (``KeyboardInterrupt``).
 
     Example:
@@ -166,7 +176,7 @@ def mirror_folder_sync(directory: Folder, url: str, **options: object) -> None:
 
 async def catch_up_mirror(
     directory: Folder,
-    url: str,
+    url: URLs,
     *,
     delete: bool = False,
     dry_run: bool = False,
@@ -195,7 +205,9 @@ async def catch_up_mirror(
         ids = await asyncio.to_thread(folder.ids)
         stored = await stored_ids(target)
         if delete and not (mass_delete or dry_run):
-            _Deletions(delete, mass_delete).check(url, [i for i in stored if i not in set(ids)], len(stored))
+            _Deletions(delete, mass_delete).check(
+                shown_urls(url), [i for i in stored if i not in set(ids)], len(stored)
+            )
 
         async def one(session_id: str) -> MirrorOutcome:
             local = folder.open(session_id)
@@ -229,7 +241,7 @@ async def catch_up_mirror(
         return outcomes
 
 
-def catch_up_mirror_sync(directory: Folder, url: str, **options: object) -> list[MirrorOutcome]:
+def catch_up_mirror_sync(directory: Folder, url: URLs, **options: object) -> list[MirrorOutcome]:
     """Blocking twin of :func:`catch_up_mirror` (same arguments).
 
     Example:
@@ -242,6 +254,7 @@ def catch_up_mirror_sync(directory: Folder, url: str, **options: object) -> list
 async def _follow(
     folder: SessionDirectory,
     target: Target,
+    where: str,
     policy: _Deletions,
     stop_event: StopFlag | None,
     report: Report,
@@ -266,7 +279,7 @@ async def _follow(
     initial = set(await asyncio.to_thread(folder.ids))
     stored = await stored_ids(target)
     if policy.delete and not policy.mass:
-        policy.check(target.url, [i for i in stored if i not in initial], len(stored))
+        policy.check(where, [i for i in stored if i not in initial], len(stored))
     watch = watch_directory(
         folder.directory, start="all", stop_event=stop_event, lock_timeout=folder.lock_timeout
     )
@@ -281,7 +294,7 @@ async def _follow(
             consumer = asyncio.create_task(consume())
             await replica.adopt_empty_files(folder)
             await replica.adopt_stored_only(folder, stored)
-            await _watch_over(folder, target, replica, consumer, initial, counts, say, progress)
+            await _watch_over(folder, target, where, replica, consumer, initial, counts, say, progress)
     finally:
         if consumer is not None:
             consumer.cancel()
@@ -292,6 +305,7 @@ async def _follow(
 async def _watch_over(
     folder: SessionDirectory,
     target: Target,
+    where: str,
     replica: Replica,
     consumer: asyncio.Task[None],
     initial: set[str],
@@ -311,7 +325,7 @@ async def _watch_over(
                     progress(done, len(initial))
                 if not replica.busy and (done == len(initial) or not _still_there(folder, initial, replica)):
                     caught_up = True
-                    say(_caught_up(target.url, counts))
+                    say(_caught_up(where, counts))
             await asyncio.wait({consumer, waker}, timeout=0.1 if not caught_up else CHECK_SECONDS)
             if replica.outage is not None:
                 raise replica.outage
@@ -328,11 +342,11 @@ async def _watch_over(
         waker.cancel()
 
 
-def _caught_up(url: str, counts: Counter[str]) -> str:
+def _caught_up(where: str, counts: Counter[str]) -> str:
     """``caught up with URL: 3 up to date, 1 appended; following`` (the statuses seen so far)."""
     labels = {"same": "up to date", "kept": "kept (only there)"}
     seen = ", ".join(f"{count} {labels.get(status, status)}" for status, count in sorted(counts.items()))
-    return f"caught up with {shown_url(url)}: {seen or 'no sessions'}; following the folder"
+    return f"caught up with {where}: {seen or 'no sessions'}; following the folder"
 
 
 def _still_there(folder: SessionDirectory, initial: set[str], replica: Replica) -> bool:
@@ -357,11 +371,11 @@ class _Deletions:
         self.delete = delete
         self.mass = mass
 
-    def check(self, url: str, doomed: list[str], stored: int) -> None:
+    def check(self, where: str, doomed: list[str], stored: int) -> None:
         """Raise :class:`MassDeletionRefused` if deleting ``doomed`` of ``stored`` is a mass deletion."""
         if len(doomed) > FEW_DELETIONS and 2 * len(doomed) > stored:
             raise MassDeletionRefused(
-                f"this would delete {len(doomed)} of the {stored} sessions stored at {shown_url(url)} "
+                f"this would delete {len(doomed)} of the {stored} sessions stored at {where} "
                 f"(more than half, and more than {FEW_DELETIONS}): nothing deleted; a folder emptied by "
                 "mistake looks the same; pass --yes (mass_delete=True) if that is what you want"
             )

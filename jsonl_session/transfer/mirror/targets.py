@@ -14,8 +14,8 @@ that session fails, the others go on) is decided here, by :func:`is_outage`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Protocol
 
 from ...core.errors import InvalidBackendURL
@@ -41,7 +41,7 @@ class Target(Protocol):
 
 
 @asynccontextmanager
-async def open_target(url: str, *, create: bool = True) -> AsyncIterator[Target]:
+async def open_target(url: str | Sequence[str], *, create: bool = True) -> AsyncIterator[Target]:
     """Connect to the database at ``url`` (PostgreSQL, Redis, SQLite or any SQLAlchemy async URL).
 
     The SDK's tables are created if missing (unless ``create`` is false: a dry run, which then
@@ -51,6 +51,13 @@ async def open_target(url: str, *, create: bool = True) -> AsyncIterator[Target]
     ``BackendUnavailable`` (a driver missing), ``RedisClusterRefused``, or the driver's error
     if the server cannot be reached.
     """
+    if not isinstance(url, str):
+        if len(url) == 1:
+            url = url[0]
+        else:
+            async with _sharded(url, create=create) as sharded:
+                yield sharded
+            return
     kind = kind_of(url)
     if kind == "redis":
         from .redis_target import RedisTarget
@@ -81,6 +88,18 @@ async def open_target(url: str, *, create: bool = True) -> AsyncIterator[Target]
             f"{url!r} is not a database URL; use postgresql://user@host/db, redis://host:port/db, "
             "sqlite:///path.db or another SQLAlchemy async URL"
         )
+
+
+@asynccontextmanager
+async def _sharded(urls: Sequence[str], *, create: bool) -> AsyncIterator[Target]:
+    """Every URL opened, as one target that puts each session in its ``shard_of`` database."""
+    from .sharded import ShardedTarget
+
+    if len(set(urls)) != len(urls) or not urls:
+        raise InvalidBackendURL("give each database URL once (sessions are spread over them by their id)")
+    async with AsyncExitStack() as stack:
+        targets = [await stack.enter_async_context(open_target(url, create=create)) for url in urls]
+        yield ShardedTarget(targets)
 
 
 # A database's complaint about one key or row, by name (their packages are optional imports).
