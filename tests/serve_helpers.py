@@ -18,6 +18,10 @@ import pytest
 from cli_helpers import cli_env
 
 TIMEOUT = 30.0
+LIMITED = (
+    "import resource, runpy; resource.setrlimit(resource.RLIMIT_NOFILE, ({max_files}, {max_files})); "
+    "runpy.run_module('jsonl_session', run_name='__main__', alter_sys=True)"
+)
 
 
 @dataclass
@@ -101,13 +105,13 @@ class Events:
         self.connection.close()
 
 
-def start_server(directory: Path, *extra: str) -> Server:
+def start_server(directory: Path, *extra: str, max_files: int | None = None) -> Server:
+    """A real ``serve`` of ``directory``; ``max_files`` sets its descriptor limit (``RLIMIT_NOFILE``)."""
+    command = [sys.executable, "-m", "jsonl_session", "serve", "--dir", str(directory), "--port", "0", *extra]
+    if max_files is not None:  # set in the child before it starts (no preexec_fn: the tests have threads)
+        command[1:3] = ["-c", LIMITED.format(max_files=max_files)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "jsonl_session", "serve", "--dir", str(directory), "--port", "0", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env(),
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env()
     )
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -124,8 +128,8 @@ def server_for() -> Iterator[Any]:
     """``server_for(directory)`` starts a real server; every one is stopped after the test."""
     servers: list[Server] = []
 
-    def start(directory: Path, *extra: str) -> Server:
-        server = start_server(directory, *extra)
+    def start(directory: Path, *extra: str, max_files: int | None = None) -> Server:
+        server = start_server(directory, *extra, max_files=max_files)
         servers.append(server)
         return server
 

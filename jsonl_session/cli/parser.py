@@ -321,6 +321,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="allow a --host that other machines can reach (every session becomes readable to them)",
     )
+    serve.add_argument(
+        "--header-timeout",
+        type=seconds_type,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a connection has to send its request line and headers (default 10)",
+    )
 
     redact = command_parser(
         commands,

@@ -9,8 +9,10 @@ from .output import UsageError
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..serve.addresses import AddressRefused
-    from ..serve.server import serve
+    from ..serve.server import Limits, serve
 
+    if not args.header_timeout > 0:
+        raise UsageError(f"--header-timeout must be more than 0 seconds, not {args.header_timeout:g}")
     try:
         return serve(
             args.dir,
@@ -18,6 +20,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port,
             lock_timeout=args.lock_timeout,
             allow_remote=args.allow_remote,
+            limits=Limits(head_seconds=args.header_timeout),
         )
     except AddressRefused as exc:  # typed wrong: exit 2, one line
         raise UsageError(str(exc)) from None

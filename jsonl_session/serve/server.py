@@ -41,6 +41,8 @@ Example:
 
 from __future__ import annotations
 
+import errno
+import resource
 import signal
 import socket
 import sys
@@ -76,6 +78,12 @@ KEEP_ALIVE_SECONDS = 10.0
 """How often an idle event stream sends a comment (a closed tab is noticed on the next write)."""
 NO_FRAMES = "frame-ancestors 'none'"
 """In every response's policy: no page of the viewer can be framed (clickjacking)."""
+FILES_RESERVED = 16
+"""Descriptors kept out of the connection budget (the watch, a request's short-lived opens)."""
+EVICTION_SECONDS = 2.0
+"""At most this long for a closed idle connection's thread to give back its slot."""
+ACCEPT_RETRY_SECONDS = 0.05
+"""Out of descriptors with no idle connection to close: the wait before accepting again."""
 PAGE_PIECE_BYTES = 64 * 1024
 """How much of a session file a page's stream reads, renders and writes at a time (held per client)."""
 _BUSY = (
@@ -116,15 +124,31 @@ class ViewerServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.hub = hub
         self.hosts = local_names(str(self.server_address[0]), address[0])
-        self._slots = threading.BoundedSemaphore(self.limits.connections)
+        self.budget = connection_budget(self.limits.connections)
+        self._slots = threading.BoundedSemaphore(self.budget)
         self._heads: dict[socket.socket, float] = {}  # connection -> when its headers are due
         self._closed = self._trimmed = 0  # connections closed in all; how many when the heaps were trimmed
         self._heads_lock = threading.Lock()
 
     # -- the connection cap ------------------------------------------------------------------
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        try:
+            return super().get_request()
+        except OSError as exc:
+            # Out of descriptors (files held beside the connections): make room, and the
+            # connection still waiting in the backlog is taken on the next turn of the loop.
+            if exc.errno in (errno.EMFILE, errno.ENFILE) and not self.evict_idle():
+                time.sleep(ACCEPT_RETRY_SECONDS)  # nothing to close: do not spin on a readable socket
+            raise
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):  # full: say so now, from this thread
+        # Full: a connection that has not sent its request yet makes room (the oldest), else
+        # the newcomer is told so now, from this thread. Half-sent requests holding every
+        # slot must not keep real ones out until their deadline.
+        if not self._slots.acquire(blocking=False) and not (
+            self.evict_idle() and self._slots.acquire(timeout=EVICTION_SECONDS)
+        ):
             try:
                 request.setblocking(False)
                 request.send(_BUSY)
@@ -154,6 +178,22 @@ class ViewerServer(ThreadingHTTPServer):
     def expect_head(self, request: socket.socket) -> None:
         with self._heads_lock:
             self._heads[request] = time.monotonic() + self.limits.head_seconds
+
+    def evict_idle(self) -> bool:
+        """Close the oldest connection that has not sent a whole request; False if there is none.
+
+        Its thread's read returns at once and the thread ends, giving back its slot.
+        """
+        with self._heads_lock:
+            if not self._heads:
+                return False
+            oldest = min(self._heads, key=self._heads.__getitem__)
+            del self._heads[oldest]
+        try:
+            oldest.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True
 
     def head_done(self, request: socket.socket) -> None:
         with self._heads_lock:
@@ -359,6 +399,19 @@ def _about(page: PageSnapshot, *, turns: bool, lock_timeout: float) -> dict[str,
         return about_of(page.path, page.fd, page.size, turns=turns, lock_timeout=lock_timeout)
     except (OSError, JSONLSessionError):
         return None
+
+
+def connection_budget(connections: int) -> int:
+    """How many connections at once: ``connections``, fewer if the descriptor limit is low.
+
+    Each connection is a socket and, while it streams a page, the session file; the rest of
+    the limit (:data:`FILES_RESERVED`) is for the folder watch and the files a request opens
+    for a moment. Past the budget, idle connections make room (``ViewerServer``).
+    """
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return connections
+    return max(1, min(connections, (soft - FILES_RESERVED) // 2))
 
 
 def serve(

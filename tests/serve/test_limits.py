@@ -14,15 +14,19 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+from serve_helpers import server_for
 from viewer_helpers import conversation, write_session
 
 from jsonl_session import JSONLSession
 from jsonl_session.serve import hub as hub_module
 from jsonl_session.serve.hub import Hub
 from jsonl_session.serve.server import Limits, ViewerServer
+
+__all__ = ["server_for"]  # the fixture
 
 
 @contextmanager
@@ -68,6 +72,20 @@ def closed_within(sock: socket.socket, seconds: float) -> bool:
     except TimeoutError:
         return False
     return False
+
+
+def still_open(sock: socket.socket) -> bool:
+    """Has the server neither closed ``sock`` nor answered on it (looked at now, without waiting)?"""
+    sock.setblocking(False)
+    try:
+        sock.recv(1, socket.MSG_PEEK)  # an answer, or the end: either way not waiting
+        return False
+    except BlockingIOError:
+        return True
+    except ConnectionResetError:
+        return False
+    finally:
+        sock.setblocking(True)
 
 
 def big_items(count: int, size: int) -> list[dict[str, object]]:
@@ -203,16 +221,57 @@ def test_a_request_sent_a_byte_at_a_time_still_has_one_deadline(folder: Path) ->
         sock.close()
 
 
-def test_connections_past_the_cap_are_refused_at_once(folder: Path) -> None:
+def test_connections_past_the_cap_are_refused_at_once_when_none_is_idle(folder: Path) -> None:
     with running(folder, Limits(connections=3, head_seconds=30)) as server:
-        idle = [socket.create_connection(("127.0.0.1", port_of(server))) for _ in range(3)]
-        time.sleep(0.2)
+        streams = [  # whole requests, answered and open: none of them can make room
+            http.client.HTTPConnection("127.0.0.1", port_of(server), timeout=10) for _ in range(3)
+        ]
+        for stream in streams:
+            stream.request("GET", "/events")
+            assert stream.getresponse().status == 200
         status, body = get(server, "/")
         assert status == 503 and b"too many connections" in body
-        idle.pop().close()
-        deadline = time.monotonic() + 5
+        streams.pop().close()  # noticed at its next keep-alive (10 s)
+        deadline = time.monotonic() + 20
         while get(server, "/")[0] != 200:
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        for stream in streams:
+            stream.close()
+
+
+def test_past_the_cap_the_oldest_connection_without_a_request_makes_room(folder: Path) -> None:
+    with running(folder, Limits(connections=3, head_seconds=30)) as server:
+        idle = [socket.create_connection(("127.0.0.1", port_of(server))) for _ in range(3)]
+        idle[1].sendall(b"GET / HTTP/1.1\r\n")  # half a request
+        status, body = get(server, "/")  # the slots are all taken, by connections that sent nothing whole
+        assert status == 200 and b"index-data" in body
+        assert closed_within(idle[0], 10)  # the oldest made room
+        assert still_open(idle[1]) and still_open(idle[2])
         for sock in idle:
             sock.close()
+
+
+@pytest.mark.timeout(20)
+def test_a_full_connection_budget_of_half_sent_requests_does_not_keep_a_real_request_waiting(
+    folder: Path, server_for: Any
+) -> None:
+    # 64 descriptors, 80 connections that sent half a request, a header deadline of 120 s (and
+    # 30 s without a byte): the real request can only be answered within the test's 20 s by
+    # closing idle connections to make room.
+    server = server_for(folder, "--header-timeout", "120", max_files=64)
+    idle = []
+    for _ in range(80):
+        sock = socket.create_connection((server.host, server.port), timeout=30)
+        sock.sendall(f"GET / HTTP/1.1\r\nHost: {server.host}:{server.port}\r\n".encode())  # no end
+        idle.append(sock)
+    connection = http.client.HTTPConnection(server.host, server.port)  # no timeout: pytest's guards
+    connection.request("GET", "/session?id=chat")
+    response = connection.getresponse()
+    assert response.status == 200 and b"session-data" in response.read()
+    connection.close()
+    assert all(still_open(sock) for sock in idle[-8:])  # the newest idle ones are still waiting
+    assert closed_within(idle[0], 30)  # the oldest made room
+    for sock in idle:
+        sock.close()
+    assert server.get("/")[0] == 200

@@ -301,6 +301,7 @@ def test_a_non_loopback_address_needs_allow_remote_and_warns(folder: Path, serve
         ["--host", ""],
         ["--host", "local host"],
         ["--host", "::"],
+        ["--header-timeout", "0"],
     ],
 )
 def test_a_bad_port_or_host_is_a_one_line_usage_error(folder: Path, args: list[str]) -> None:
