@@ -34,6 +34,7 @@ import time
 import zlib
 from bisect import bisect_left
 from collections import deque
+from stat import S_ISREG
 from struct import pack as _pack
 
 from . import codec, reads
@@ -41,7 +42,7 @@ from .names import TIMES
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Collection, Iterable, Sequence
     from typing import Any
 
     from .scanner import Scan
@@ -53,6 +54,7 @@ __all__ = [
     "encode_stamped",
     "fingerprint",
     "line_times",
+    "matching_records",
     "newest_item_time",
     "numbered_times",
     "parse_records",
@@ -64,6 +66,7 @@ RECORD_BYTES = 23
 _RECORD = re.compile(rb"^([0-9]{13}) ([0-9a-f]{8})$", re.MULTILINE)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _crc32 = zlib.crc32
+_PIECE = 1 << 20  # bytes read at a time when a whole sidecar must be searched
 
 
 def fingerprint(line: bytes) -> int:
@@ -172,10 +175,10 @@ def line_times(session_path: str | os.PathLike[str], lines: Sequence[bytes]) -> 
         return []
     path = times_path(session_path)
     window = (len(crcs) + 32) * RECORD_BYTES
-    data = _read(path, window)
+    data, more = _read(path, window)
     times = align(crcs, [(ms, crc) for _, ms, crc in parse_records(data)])
-    if None in times and len(data) >= window:
-        times = align(crcs, [(ms, crc) for _, ms, crc in parse_records(_read(path, None))])
+    if None in times and more:
+        times = align(crcs, matching_records(path, crcs))
     return times
 
 
@@ -186,7 +189,7 @@ def newest_item_time(session_path: str | os.PathLike[str]) -> float | None:
     without a sidecar costs one failed ``open``.
     """
     path = times_path(session_path)
-    data = _read(path, 64 * RECORD_BYTES)
+    data, _ = _read(path, 64 * RECORD_BYTES)
     if not data:
         return None
     try:
@@ -220,23 +223,71 @@ def as_path(path: str) -> Any:
     return Path(path)
 
 
-def _read(path: str, newest_bytes: int | None) -> bytes:
-    """The sidecar's bytes (only about its last ``newest_bytes``, from a line start, if given), or b""."""
+def matching_records(path: str, fingerprints: Collection[int]) -> list[tuple[int, int]]:
+    """``(ms, crc)`` of the sidecar's records for these fingerprints, oldest first, read a piece at a time.
+
+    What :func:`align` needs of a whole sidecar, in memory that follows the lines asked about,
+    never the file: a record for no asked line is dropped as it is read (:func:`align` would
+    never use it), and of those kept only the newest ``2 * lines + 1024`` stay (a live sidecar
+    holds one per line, plus those of lines deleted since), so a hostile file full of copies of
+    one record costs no more. A line longer than a record is skipped as it streams by.
+    """
+    wanted = set(fingerprints)
+    kept: deque[tuple[int, int]] = deque(maxlen=2 * len(fingerprints) + 1024)
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError:
-        return b""
+        return []
+    try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            return []
+        offset, carry, cut = 0, b"", False
+        while True:
+            chunk = os.pread(fd, _PIECE, offset)
+            if not chunk:
+                break
+            offset += len(chunk)
+            data = carry + chunk
+            start = 0
+            if cut:  # the rest of a line too long to be a record
+                start = data.find(b"\n") + 1
+                if not start:
+                    carry = b""
+                    continue
+                cut = False
+            end = data.rfind(b"\n") + 1
+            for match in _RECORD.finditer(data[start:end]):
+                crc = int(match[2], 16)
+                if crc in wanted:
+                    kept.append((int(match[1]), crc))
+            carry = data[max(start, end) :]
+            if len(carry) >= RECORD_BYTES:
+                carry, cut = b"", True
+    except OSError:
+        return list(kept)
+    finally:
+        os.close(fd)
+    return list(kept)
+
+
+def _read(path: str, newest_bytes: int) -> tuple[bytes, bool]:
+    """About the sidecar's last ``newest_bytes`` (from a line start), or b"" when it cannot be read;
+    and whether there is more before it."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return b"", False
     try:
         size = os.fstat(fd).st_size
-        start = 0 if newest_bytes is None else max(0, size - newest_bytes)
+        start = max(0, size - newest_bytes)
         data = reads.read_range(fd, start, size)
     except OSError:
-        return b""
+        return b"", False
     finally:
         os.close(fd)
     if start:
         data = data[data.find(b"\n") + 1 :]  # the first line may be cut
-    return data
+    return data, start > 0
 
 
 def numbered_times(
@@ -258,11 +309,14 @@ def numbered_times(
     if not crcs:
         return []
     path = times_path(session_path)
-    window = None if newest is None else (len(crcs) + 32) * RECORD_BYTES
-    data = _read(path, window)
-    if not data:
-        return []
-    times = align(list(crcs), [(ms, crc) for _, ms, crc in parse_records(data)])
-    if window is not None and None in times and len(data) >= window:  # an old time, further back
-        times = align(list(crcs), [(ms, crc) for _, ms, crc in parse_records(_read(path, None))])
+    if newest is None:
+        times = align(list(crcs), matching_records(path, crcs))
+    else:
+        window = (len(crcs) + 32) * RECORD_BYTES
+        data, more = _read(path, window)
+        if not data:
+            return []
+        times = align(list(crcs), [(ms, crc) for _, ms, crc in parse_records(data)])
+        if None in times and more:  # an old time, further back
+            times = align(list(crcs), matching_records(path, crcs))
     return [[number, ms] for number, ms in zip(numbers, times) if ms is not None]

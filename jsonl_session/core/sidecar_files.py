@@ -19,6 +19,10 @@ Two ways of writing, both with rules the session file already follows:
 * the log (``.usage``) is appended by ``storage.append`` under a ``FileHandle`` lock on the
   log itself, with the torn-tail rule of sessions (fragments go to ``.usage.torn``).
 
+Sidecars are input, read bounded: a whole-object sidecar with a size limit (:data:`LIMITS`:
+``.meta``, ``.lineage``) is read to at most one byte past it and refused beyond, so a hostile
+300 MB file costs a reader 64 KiB, not its size.
+
 Every change to a sidecar happens while the *session's* lock is held exclusively, so ``rm``,
 ``fork`` and ``rewind`` never interleave with one; the usage log is read under it, shared, so
 its own lock is always free when taken. Bytes are stable: keys sorted, one trailing newline.
@@ -31,9 +35,9 @@ from collections.abc import Collection
 
 from . import reads, storage
 from .deferred_imports import OnFirstUse
-from .errors import SessionFileError
+from .errors import SessionFileError, SkippedSessionWarning
 from .locking import fsync_directory, make_private_directories
-from .names import KINDS, LINEAGE, RUN, USAGE
+from .names import KINDS, LINEAGE, META, RUN, USAGE
 from .safe_open import open_regular
 from .transaction import Transaction
 
@@ -50,9 +54,11 @@ else:  # imported on first use: `jsonl-session ls` reads no sidecar (see core/de
 # The sidecar kinds are names (``names``); they are used as ``sidecar_files.RUN`` and so on.
 __all__ = [
     "KINDS",
+    "LIMITS",
     "LINEAGE",
     "RUN",
     "USAGE",
+    "UnreadableSidecarWarning",
     "append_line",
     "present",
     "read_json",
@@ -62,6 +68,19 @@ __all__ = [
     "stable_json",
     "write_json",
 ]
+
+
+LIMITS = {META: 64 * 1024, LINEAGE: 64 * 1024}
+"""The most bytes a whole-object sidecar of each kind may hold (``.meta``: docs/metadata.md; a
+``.lineage`` is a few hundred). ``.run`` has none: it holds the SDK's run state, which grows
+with the run."""
+
+
+class UnreadableSidecarWarning(SkippedSessionWarning):
+    """A session was listed without what one of its sidecars says (too big, malformed, not a file).
+
+    A subclass of ``SkippedSessionWarning``: what was skipped is the sidecar, not the session.
+    """
 
 
 def sidecar(session_path: Path, kind: str) -> Path:
@@ -106,16 +125,30 @@ def write_json(path: Path, value: Any, *, durable: bool) -> None:
 def read_json(path: Path) -> Any:
     """The object stored at ``path``, or None if there is no such file.
 
+    A kind with a limit (:data:`LIMITS`) is read to one byte past it at most: a file that
+    grows while it is read is caught too.
+
     Raises:
         UnsafePathError: a symlink or other non-regular file sits at ``path``.
-        SessionFileError: the file is not valid JSON (say which file; it is not touched).
+        SessionFileError: the file is over its kind's limit, or not valid JSON (say which file;
+            it is not touched).
     """
+    limit = next((most for kind, most in LIMITS.items() if path.name.endswith(kind)), None)
     opened = open_regular(path)
     if opened is None:
         return None
     fd, held = opened
     try:
-        data = reads.read_range(fd, 0, held.st_size)
+        size = held.st_size
+        if limit is not None and size > limit:
+            raise SessionFileError(
+                path, f"{size} bytes, over the {limit}-byte limit; fix or delete this file"
+            )
+        data = reads.read_range(fd, 0, size if limit is None else limit + 1)
+        if limit is not None and len(data) > limit:
+            raise SessionFileError(
+                path, f"grew over the {limit}-byte limit while read; fix or delete this file"
+            )
     finally:
         os.close(fd)
     try:

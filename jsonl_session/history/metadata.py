@@ -47,8 +47,9 @@ MAX_TEXT = 200
 """Characters of a title, an owner or an ``extra`` key."""
 MAX_TAG = 64
 MAX_TAGS = 64
-MAX_BYTES = 64 * 1024
-"""The whole file, as written: metadata is for finding sessions, not for storing data."""
+MAX_BYTES = sidecar_files.LIMITS[META]
+"""The whole file (64 KiB), as written and as read: metadata is for finding sessions, not for
+storing data. A bigger file is refused after reading one byte past the limit."""
 _MAX_DEPTH = 16
 _KEYS = frozenset({"title", "tags", "owner", "extra", "updated_at"})
 
@@ -196,6 +197,28 @@ def read_metadata(session_path: Path) -> SessionMetadata:
     path = meta_path(session_path)
     value = sidecar_files.read_json(path)
     return SessionMetadata() if value is None else SessionMetadata.from_json(path, value)
+
+
+def listed_metadata(session_path: Path) -> SessionMetadata:
+    """What a listing shows of ``<file>.jsonl.meta``: :func:`read_metadata`, or, when that file
+    cannot be read (too big, malformed, not a regular file, no permission), no metadata and an
+    :class:`~jsonl_session.core.sidecar_files.UnreadableSidecarWarning` naming it.
+
+    A bad sidecar must not hide its session: ``ls`` and the ``serve`` index list it without
+    what the file says, and ``check`` names the problem.
+    """
+    import warnings
+
+    try:
+        return read_metadata(session_path)
+    except (SessionFileError, OSError) as exc:
+        reason = exc.message if isinstance(exc, SessionFileError) else (exc.strerror or str(exc))
+        where = exc.path if isinstance(exc, SessionFileError) else meta_path(session_path)
+        warnings.warn(
+            sidecar_files.UnreadableSidecarWarning(f"{where}: {reason}; listed without its metadata"),
+            stacklevel=2,
+        )
+        return SessionMetadata()
 
 
 def write_metadata(session_path: Path, metadata: SessionMetadata, *, durable: bool) -> None:

@@ -349,12 +349,15 @@ def _forked_from(path: str) -> str | None:
 
 
 def _about(path: str) -> tuple[str | None, tuple[str, ...], str | None]:
-    """Title, tags and owner from ``<file>.jsonl.meta`` (metadata is imported only when a folder has some)."""
+    """Title, tags and owner from ``<file>.jsonl.meta`` (metadata is imported only when a folder has some).
+
+    A ``.meta`` that cannot be read is named in a warning and the session listed without it.
+    """
     from pathlib import Path
 
-    from ..history.metadata import read_metadata
+    from ..history.metadata import listed_metadata
 
-    stored = read_metadata(Path(path))
+    stored = listed_metadata(Path(path))
     return stored.title, stored.tags, stored.owner
 
 

@@ -13,6 +13,8 @@ Problems found, each with the file and the line it is on:
   not followed by the item it produced, an approval request without its response, duplicate ids;
 * a fork whose source has diverged from the prefix recorded in its ``.lineage`` (see
   ``lineage``), or whose lineage file is unreadable;
+* a ``.meta`` that cannot be read: over its 64 KiB limit (read no further than that), not
+  JSON, not a metadata record, not a regular file (named, never fixed here);
 * a ``type`` or ``call_id`` that is not a string, and a line nested deeper than can be
   written back (docs/format.md, "Nesting");
 * a temporary copy left next to the session by a rewrite (or a sidecar's replace) whose
@@ -118,6 +120,7 @@ def check_file(
     if torn is not None:
         problems.append(torn)
     problems.extend(_lineage_problems(path, lock_timeout))
+    problems.extend(_metadata_problems(path))
     if fix and any(problem.fixable and not problem.fixed for problem in problems if problem.line):
         problems = _fix_for_replay(path, problems, lock_timeout)  # after the lock above is released
     return sorted(problems, key=lambda problem: problem.line or 0)
@@ -242,6 +245,24 @@ def _lineage_problems(path: Path, lock_timeout: float) -> list[Problem]:
     except SessionFileError as exc:  # a broken .lineage, or a source with a bad line
         return [Problem(exc.path, exc.line, exc.message)]
     return [] if reason is None else [Problem(path, None, reason)]
+
+
+def _metadata_problems(path: Path) -> list[Problem]:
+    """A ``.meta`` that cannot be read (over its 64 KiB limit, malformed, not a regular file).
+
+    Never fixable here: it may hold the only copy of a title or an owner; a person decides.
+    """
+    from ..history.metadata import meta_path, read_metadata
+
+    if not os.path.lexists(meta_path(path)):
+        return []
+    try:
+        read_metadata(path)
+    except SessionFileError as exc:
+        return [Problem(exc.path, None, f"metadata not read: {exc.message}")]
+    except OSError as exc:
+        return [Problem(meta_path(path), None, f"metadata not read: {exc.strerror or exc}")]
+    return []
 
 
 class _LineChecker:

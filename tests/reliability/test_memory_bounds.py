@@ -210,12 +210,10 @@ class Case:
 
 
 H4 = "H4 fixing: archive manifests decompressed whole (issue 35 point 4)"
-H5_META = "H5 fixing: .meta read whole, its 64 KiB limit not enforced on read (issue 35 point 5)"
-H5_TIMES = "H5 fixing: .times read whole (issue 35 point 5)"
 H6 = "H6 fixing: the serve index and page read sidecars whole (issue 35 points 5, 6)"
 JSON_SIDECAR = (
-    "no owner yet: .lineage and .run are read whole (sidecar_files.read_json, as .meta: "
-    "H5's bound on .meta may cover them)"
+    "no owner yet: .run is read whole (sidecar_files.read_json bounds .meta and .lineage; a paused "
+    "run's state grows with the run, so .run has no limit yet)"
 )
 USAGE_LOG = "no owner yet: the .usage log is read whole (sidecar_files.read_lines)"
 GREP = (
@@ -224,31 +222,35 @@ GREP = (
 )
 
 CASES = [
-    Case("ls", hostile_meta, "cli('ls')", H5_META),
-    Case("ls --user", hostile_meta, "cli('ls', '--user', 'alice')", H5_META),
+    Case("ls", hostile_meta, "cli('ls')"),
+    Case("ls --json", hostile_meta, "cli('ls', '--json')"),
+    Case("ls --user", hostile_meta, "cli('ls', '--user', 'alice')"),
     Case("ls", hostile_times, "cli('ls')"),
-    Case("ls", hostile_lineage, "cli('ls')", JSON_SIDECAR),
+    Case("ls --json", hostile_times, "cli('ls', '--json')"),
+    Case("ls", hostile_lineage, "cli('ls')"),
     Case("ls", hostile_usage, "cli('ls')"),
-    Case("show", hostile_times, "cli('show', 's')", H5_TIMES),
-    Case("show", hostile_meta, "cli('show', 's')", H5_META),
-    Case("show --html", hostile_meta, "cli('show', 's', '--html')", H5_META),
+    Case("show", hostile_times, "cli('show', 's')"),
+    Case("show --html", hostile_times, "cli('show', 's', '--html')"),
+    Case("show", hostile_meta, "cli('show', 's')"),
+    Case("show --html", hostile_meta, "cli('show', 's', '--html')"),
     Case("stats", hostile_archive, "cli('stats')", H4),
     Case("stats", hostile_times, "cli('stats', 's')"),
     Case("stats", hostile_usage, "cli('stats')", USAGE_LOG),
     Case("restore --list", hostile_archive, "cli('restore', '--list')", H4),
-    Case("serve index", hostile_meta, "serve('/', '/api/sessions')", H6),
-    Case("serve page", hostile_meta, "serve('/session?id=s')", H6),
-    Case("serve page", hostile_times, "serve('/session?id=s')", H6),
-    Case("serve index", hostile_lineage, "serve('/', '/api/sessions')", JSON_SIDECAR),
+    Case("serve index", hostile_meta, "serve('/', '/api/sessions')"),
+    Case("serve index", hostile_times, "serve('/', '/api/sessions')"),
+    Case("serve page", hostile_meta, "serve('/session?id=s')"),
+    Case("serve page", hostile_times, "serve('/session?id=s')"),
+    Case("serve index", hostile_lineage, "serve('/', '/api/sessions')"),
     Case("serve page", hostile_usage, "serve('/session?id=s')", USAGE_LOG),
-    Case("check", hostile_lineage, "cli('check')", JSON_SIDECAR),
+    Case("check", hostile_lineage, "cli('check')"),
+    Case("check", hostile_meta, "cli('check')"),
     Case("check", hostile_run, "cli('check')", JSON_SIDECAR),
     Case(
         "recall",
         hostile_meta,
         "from jsonl_session.tools.recall import search_sessions\n"
         "search_sessions(folder, 'refund', owner='alice')",
-        H5_META,
     ),
     Case(
         "recall",

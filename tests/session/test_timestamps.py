@@ -323,3 +323,18 @@ def test_align_gives_duplicates_their_own_times_in_order(count: int) -> None:
     assert item_times.align([7] * count, records) == [1000 + n for n in range(count)]
     # a window of the newest lines aligns as the whole file does
     assert item_times.align([7], records) == [1000 + count - 1]
+
+
+def test_a_whole_sidecar_is_searched_a_piece_at_a_time_past_non_records(tmp_path: Path) -> None:
+    """``matching_records`` streams the sidecar: records on both sides of a 3 MB garbage line
+    (longer than a piece, cut by the piece boundaries) are found, and only the asked-for ones."""
+    session = JSONLSession("s", tmp_path)
+    times = stamped(session, [message(n) for n in range(3)], pause=0.002)
+    records = sidecar(session).read_bytes().splitlines(keepends=True)
+    garbage = b"1764790710123 " + b"f" * (3 << 20) + b"\n"  # starts like a record, never ends as one
+    other = b"%013d %08x\n" % (1, 12345)  # a record for no line of the session
+    sidecar(session).write_bytes(records[0] + garbage + other * 50_000 + b"".join(records[1:]))
+    crcs = [item_times.fingerprint(line) for line in session.path.read_bytes().splitlines()]
+    found = item_times.matching_records(str(sidecar(session)), crcs)
+    assert found == [(ms, crc) for ms, crc in zip(times, crcs)]
+    assert times_of(session) == times

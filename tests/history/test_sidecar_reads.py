@@ -1,0 +1,97 @@
+"""Sidecars are input: bounded on read, and a bad one never hides its session.
+
+``.meta`` has a 64 KiB limit (docs/metadata.md); a bigger one is refused after reading at most
+one byte past it, named by ``check``, and ``ls``, ``SessionDirectory.list()`` and the ``serve``
+index list the session without its metadata, with a warning naming the file. A malformed
+``.meta`` is listed the same way. (Peak memory with a 300 MB ``.meta`` or ``.times`` is
+measured per read path in tests/reliability/test_memory_bounds.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+from serve_helpers import server_for
+
+from jsonl_session import JSONLSession, SessionDirectory, SessionFileError
+from jsonl_session.history.metadata import MAX_BYTES, meta_path, read_metadata
+
+__all__ = ["server_for"]  # the fixture
+
+BIG = 300 * 1024 * 1024
+
+
+def make(folder: Path, session_id: str = "s") -> JSONLSession:
+    session = JSONLSession(session_id, folder)
+    session.add_items_sync([{"role": "user", "content": "Where is my refund?"}])
+    return session
+
+
+def oversized(session: JSONLSession) -> Path:
+    """A sparse 300 MB ``.meta``: a record's start, then a hole."""
+    path = meta_path(session.path)
+    with path.open("wb") as file:
+        file.write(b'{"owner": "alice", "title": "')
+        file.truncate(BIG)
+    return path
+
+
+def test_a_meta_over_its_limit_is_refused_on_read_and_a_meta_at_it_is_read(sessions_dir: Path) -> None:
+    session = make(sessions_dir)
+    path = meta_path(session.path)
+    record = b'{"title": "' + b"x" * 100 + b'"}'
+    path.write_bytes(record + b" " * (MAX_BYTES - len(record)))  # spaces: still one JSON object
+    assert path.stat().st_size == MAX_BYTES
+    assert read_metadata(session.path).title == "x" * 100
+    path.write_bytes(path.read_bytes() + b" ")  # one byte over
+    with pytest.raises(SessionFileError, match=f"over the {MAX_BYTES}-byte limit"):
+        read_metadata(session.path)
+    oversized(session)
+    with pytest.raises(SessionFileError, match="s.jsonl.meta") as raised:
+        read_metadata(session.path)
+    assert f"{BIG} bytes" in str(raised.value)
+
+
+@pytest.mark.parametrize("broken", ["oversized", "malformed", "not an object"])
+def test_a_bad_meta_does_not_hide_its_session_from_the_listing(sessions_dir: Path, broken: str) -> None:
+    make(sessions_dir, "good").set_metadata_sync(owner="bob", title="Fine")
+    bad = make(sessions_dir, "bad")
+    bad.set_metadata_sync(owner="alice")
+    if broken == "oversized":
+        oversized(bad)
+    else:
+        meta_path(bad.path).write_bytes(b"{not json" if broken == "malformed" else b"[]")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        listed = {info.session_id: info for info in SessionDirectory(sessions_dir).list()}
+    assert sorted(listed) == ["bad", "good"]
+    assert (listed["bad"].owner, listed["bad"].title, listed["good"].owner) == (None, None, "bob")
+    [warned] = [str(w.message) for w in caught]
+    assert "bad.jsonl.meta" in warned and warned.endswith("listed without its metadata")
+
+    result = run(sessions_dir, "ls")
+    assert [line.split()[0] for line in result.out.splitlines()[1:]] == ["bad", "good"]
+    assert result.err.startswith("jsonl-session: warning: ") and "bad.jsonl.meta" in result.err
+    as_json = run(sessions_dir, "ls", "--json")
+    assert sorted(json.loads(line)["id"] for line in as_json.out.splitlines()) == ["bad", "good"]
+    # filtered on metadata, it cannot match: left out, still named
+    owned = run(sessions_dir, "ls", "--user", "alice")
+    assert "bad" not in owned.out and "bad.jsonl.meta" in owned.err
+
+    checked = run(sessions_dir, "check")
+    assert checked.code == 1 and checked.out.startswith(f"{meta_path(bad.path)}: ")
+    assert meta_path(bad.path).exists()  # never rewritten or removed
+
+
+def test_the_serve_index_lists_a_session_whose_meta_is_bad(sessions_dir: Path, server_for: object) -> None:
+    make(sessions_dir, "good")
+    oversized(make(sessions_dir, "huge"))
+    meta_path(make(sessions_dir, "broken").path).write_bytes(b"{not json")
+    server = server_for(sessions_dir)  # type: ignore[operator]
+    status, body = server.get("/api/sessions")
+    assert status == 200
+    assert sorted(row["id"] for row in json.loads(body)) == ["broken", "good", "huge"]
