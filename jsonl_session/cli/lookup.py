@@ -39,7 +39,10 @@ def existing(args: argparse.Namespace, session_id: str) -> JSONLSession:
         if os.path.lexists(session.path):
             # `check --secrets ID` read through a symlink out of the folder; every command
             # that takes an id refuses here, as the lock would (tests/core/test_symlinks.py).
-            raise UnsafePathError(session.path, "is a symlink or not a regular file; refusing to use it")
+            from ..tools.leftovers import not_a_file
+
+            what = not_a_file(session.path) or "not a regular file"
+            raise UnsafePathError(session.path, f"is {what}, not a session file; refusing to use it")
         raise Failure(f"{session_id}: no such session in {args.dir}")
     return session
 
@@ -57,7 +60,10 @@ def session_named(args: argparse.Namespace, name: str) -> JSONLSession:
     if session_id is None:
         raise UsageError(f"{name}: not a session file (a session file is named <id>.jsonl)")
     if not path.is_file():
-        raise Failure(f"{name}: no such file")
+        from ..tools.leftovers import not_a_file
+
+        what = not_a_file(path)  # an lstat: a FIFO is never opened, so never waited on
+        raise Failure(f"{name}: no such file" if what is None else f"{name}: is {what}, not a session file")
     from ..session.store import JSONLSession
 
     return JSONLSession(session_id, path.parent, lock_timeout=args.lock_timeout)

@@ -127,10 +127,11 @@ def check_file(
 
 
 def stray_temp_problems(directory: str | Path, *, fix: bool = False) -> list[Problem]:
-    """What sessions that no longer exist left in ``directory``: temporary files, sidecars, kept edits.
+    """What sessions that no longer exist left in ``directory``: temporary files, sidecars, kept edits;
+    and what is named like a session but is not a file (a FIFO, a folder: never opened).
 
     ``check_file`` reports those of the session it checks; these have no session to check.
-    ``fix`` removes the temporary files and the sidecars, never a kept edit.
+    ``fix`` removes the temporary files and the sidecars, never a kept edit or a non-file.
 
     Example:
         >>> stray_temp_problems("sessions", fix=True)                   # doctest: +SKIP
@@ -143,6 +144,10 @@ def stray_temp_problems(directory: str | Path, *, fix: bool = False) -> list[Pro
         *leftover_problems(temps, fix=fix),
         *sidecar_problems(leftovers.orphaned_sidecars(folder), fix=fix),
         *kept_edit_problems(kept),
+        *(
+            Problem(path, None, f"is {what}, not a session file; `check --fix` leaves it")
+            for path, what in leftovers.not_files(folder)
+        ),
     ]
     return sorted(problems, key=lambda problem: problem.path.name)
 

@@ -7,6 +7,9 @@
   (``SessionDirectory.delete`` removes them with it). A session the library creates anew
   never inherits them (``core.safe_open.forget_previous_owner``), and ``check --fix``
   removes them. ``.torn`` is not one: it holds bytes nobody has looked at, and ``rm`` keeps it;
+* *not files*: something named like a session that is not a regular file (a FIFO, a folder,
+  a socket, a symlink): no command reads it (a FIFO would block the reader), and each says what
+  it is rather than "no such file" (:func:`not_a_file`);
 * *kept edits*: when ``jsonl-session edit`` cannot save (the session changed meanwhile), it
   tells the person that their edit is kept, and renames the copy to
   ``.#<file>.jsonl.kept-<8 hex>.jsonl``. Under its first name (``.#<file>.jsonl.edit-<pid>-...``)
@@ -18,8 +21,10 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
+from ..core.names import SUFFIX
 from ..core.sidecar_files import KINDS
 
 _KEPT_NAME = r"\.#(?P<session>.+\.jsonl)\.kept-[0-9a-f]{8}\.jsonl"
@@ -40,6 +45,45 @@ def orphaned_sidecars(directory: Path, *, of: Path | None = None) -> list[tuple[
         session = directory / name[: -len(kind)]
         if (of is None or session == of) and not os.path.lexists(session):
             found.append((directory / name, kind[1:]))
+    return found
+
+
+_KINDS_OF_FILE = (
+    (stat.S_ISLNK, "a symlink"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def not_a_file(path: str | os.PathLike[str]) -> str | None:
+    """What sits at ``path`` when it is not a regular file (``"a FIFO (named pipe)"``...); None
+    when it is one, or when nothing is there. An ``lstat``: nothing is opened, so a FIFO never blocks.
+
+    Example:
+        >>> not_a_file("/")
+        'a directory'
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS_OF_FILE if test(mode)), "not a regular file")
+
+
+def not_files(directory: Path) -> list[tuple[Path, str]]:
+    """Each entry of ``directory`` named like a session (``*.jsonl``, not hidden) that is not a
+    regular file, with what it is, sorted."""
+    found = []
+    for name in _names(directory):
+        if name.endswith(SUFFIX) and not name.startswith("."):
+            what = not_a_file(directory / name)
+            if what is not None:
+                found.append((directory / name, what))
     return found
 
 

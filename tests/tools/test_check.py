@@ -334,3 +334,33 @@ def test_a_folder_check_names_kept_edits_of_gone_sessions_only(sessions_dir: Pat
     result = run(sessions_dir, "check")
     assert result.code == 1
     assert (result.out.count(f"{live_copy}: "), result.out.count(f"{gone_copy}: ")) == (1, 1)
+
+
+@pytest.mark.parametrize("command", [["check"], ["redact"], ["check", "--secrets"], ["check", "--fix"]])
+@pytest.mark.parametrize("named", ["by id", "by path"])
+def test_a_fifo_or_folder_in_a_sessions_place_is_named_for_what_it_is(
+    sessions_dir: Path, command: list[str], named: str
+) -> None:
+    """Not "no such file", and never a wait on the FIFO (nobody writes to it: an open would block)."""
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(sessions_dir / "pipe.jsonl")
+    (sessions_dir / "dir.jsonl").mkdir()
+    for name, what in (("pipe", "a FIFO (named pipe)"), ("dir", "a directory")):
+        target = name if named == "by id" else str(sessions_dir / f"{name}.jsonl")
+        result = run(sessions_dir, *command, target)
+        assert result.code == 1 and "internal error" not in result.err
+        assert f"{sessions_dir / name}.jsonl: is {what}, not a session file" in result.err + result.out
+    assert (sessions_dir / "pipe.jsonl").exists() and (sessions_dir / "dir.jsonl").is_dir()
+
+
+def test_a_folder_check_names_what_is_named_like_a_session_but_is_not_a_file(sessions_dir: Path) -> None:
+    write_lines(sessions_dir / "ok.jsonl", [USER])
+    os.mkfifo(sessions_dir / "pipe.jsonl")
+    (sessions_dir / "dir.jsonl").mkdir()
+    result = run(sessions_dir, "check")
+    assert result.code == 1
+    assert result.out.splitlines() == [
+        f"{sessions_dir / 'dir.jsonl'}: is a directory, not a session file; `check --fix` leaves it",
+        f"{sessions_dir / 'pipe.jsonl'}: is a FIFO (named pipe), not a session file; `check --fix` leaves it",
+    ]
+    assert run(sessions_dir, "check", "--fix").code == 1 and (sessions_dir / "pipe.jsonl").exists()
