@@ -36,6 +36,39 @@ _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONB
 _crc32 = zlib.crc32
 
 
+def _origins(new: Sequence[int], old: Sequence[int]) -> list[int | None]:
+    """For each new line (by fingerprint), the index of the old line it comes from, or None (new).
+
+    A line whose bytes are an old line's comes from it (:func:`~.item_times.align`). Then a run
+    of unmatched new lines between two matched ones (or an end) comes, line for line, from the
+    unmatched old lines between the old lines those two came from, when there are exactly as
+    many: content changed in place (a redacted secret, an edited message) is the same item, and
+    keeps its time. Otherwise (lines added, or dropped and changed around each other) they are new.
+
+    Example:
+        >>> _origins([1, 9, 3], [1, 2, 3]), _origins([1, 9, 8, 3], [1, 2, 3])
+        ([0, 1, 2], [0, None, None, 2])
+    """
+    origins = align(new, list(enumerate(old)))
+    used = {at for at in origins if at is not None}
+    start = 0
+    while start < len(new):
+        if origins[start] is not None:
+            start += 1
+            continue
+        end = start
+        while end < len(new) and origins[end] is None:
+            end += 1
+        left = origins[start - 1] if start else -1
+        right = origins[end] if end < len(new) else len(old)
+        assert left is not None and right is not None
+        gap = range(left + 1, right)
+        if len(gap) == end - start and not used.intersection(gap):
+            origins[start:end] = list(gap)
+        start = end
+    return origins
+
+
 class TimesLog:
     """The ``.times`` sidecar of one session: its append descriptor, kept open, and its upkeep.
 
@@ -130,7 +163,8 @@ class TimesLog:
     def rewrite(self, before: bytes, after: bytes, *, stamp: bool = True) -> None:
         """The session's bytes went from ``before`` to ``after`` (a rewrite): write the sidecar anew.
 
-        Kept lines keep their times (or their lack of one); new lines are stamped now (unless
+        Kept lines keep their times (or their lack of one), and so do lines changed in place
+        (:func:`_origins`: ``redact``, an edit of one item); new lines are stamped now (unless
         ``stamp`` is false). Written through the one atomic replace, without a folder fsync:
         a crash that undoes the rename leaves the old sidecar, whose records still match.
         """
@@ -140,12 +174,9 @@ class TimesLog:
             new_lines = after.split(b"\n")
             new_lines.pop()
             new_crcs = [_crc32(line) for line in new_lines]
-            # A new line takes a kept line's time when its bytes are that line's: -1 marks a
-            # kept line that had no time, so that it stays without one.
-            kept = align(
-                new_crcs,
-                [(-1 if t is None else t, fingerprint(line)) for t, line in zip(old_times, old_lines)],
-            )
+            origins = _origins(new_crcs, [fingerprint(line) for line in old_lines])
+            # -1 marks a kept line that had no time, so that it stays without one.
+            kept = [None if at is None else -1 if old_times[at] is None else old_times[at] for at in origins]
             now = time.time_ns() // 1_000_000
             records = []
             for crc, ms in zip(new_crcs, kept):

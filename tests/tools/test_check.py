@@ -364,3 +364,30 @@ def test_a_folder_check_names_what_is_named_like_a_session_but_is_not_a_file(ses
         f"{sessions_dir / 'pipe.jsonl'}: is a FIFO (named pipe), not a session file; `check --fix` leaves it",
     ]
     assert run(sessions_dir, "check", "--fix").code == 1 and (sessions_dir / "pipe.jsonl").exists()
+
+
+def test_check_fix_keeps_the_times_of_the_items_it_keeps(sessions_dir: Path) -> None:
+    """Dropping an orphaned reasoning item rewrites the session: the others keep when they were added."""
+    import zlib
+    from datetime import datetime, timezone
+
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync(
+        [
+            json.loads(USER),
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            json.loads(USER),
+            {"role": "assistant", "content": "hello"},
+        ]
+    )
+    days = [1_577_836_800_000 + n * 86_400_000 for n in range(4)]  # each added on its own day of 2020
+    lines = session.path.read_bytes().splitlines()
+    session.path.with_name("s.jsonl.times").write_bytes(
+        b"".join(b"%013d %08x\n" % (ms, zlib.crc32(line)) for ms, line in zip(days, lines))
+    )
+    assert run(sessions_dir, "check", "--fix").code == 0
+    kept = session.get_items_with_times_sync()
+    assert [item.get("type") for item, _ in kept] == [None, None, None]
+    assert [when for _, when in kept] == [
+        datetime.fromtimestamp(days[n] / 1000, timezone.utc) for n in (0, 2, 3)
+    ]

@@ -287,3 +287,35 @@ def test_redacting_a_session_that_does_not_exist_creates_nothing(sessions_dir: P
 
     assert redact_session(session) == []
     assert not session.path.exists()
+
+
+def test_redacted_items_keep_the_time_they_were_added(sessions_dir: Path) -> None:
+    """Redaction changes what an item says, not when it was said: no re-stamp with the redaction's time."""
+    import zlib
+    from datetime import datetime, timezone
+
+    from cli_helpers import run
+
+    secret = planted()["openai-key"]
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync(
+        [
+            {"role": "user", "content": f"my key is {secret}"},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": f"and again {secret}, twice: {secret}"},
+            {"role": "user", "content": f"once more {secret}"},
+            {"role": "assistant", "content": "Stop pasting keys."},
+        ]
+    )
+    # each item added on its own day of 2020 (the sidecar's format: docs/format.md, ".times")
+    days = [1_577_836_800_000 + n * 86_400_000 for n in range(5)]
+    lines = session.path.read_bytes().splitlines()
+    times = session.path.with_name("s.jsonl.times")
+    times.write_bytes(b"".join(b"%013d %08x\n" % (ms, zlib.crc32(line)) for ms, line in zip(days, lines)))
+    expected = [datetime.fromtimestamp(ms / 1000, timezone.utc) for ms in days]
+    assert [when for _, when in session.get_items_with_times_sync()] == expected
+
+    assert run(sessions_dir, "redact", "s").code == 0
+    after = session.get_items_with_times_sync()
+    assert secret not in orjson.dumps([item for item, _ in after]).decode()
+    assert [when for _, when in after] == expected
