@@ -17,7 +17,12 @@ What is measured, per backend, with the library calls the CLI makes (:mod:`jsonl
 * **re-run**: the same export again, when every session is already there (read and compare);
 * **import**: every session back into an empty folder, one atomic file write per session;
 * **append**: every 10th session gained 10 items since: the export compares every session and
-  appends only those tails (items/s counts the appended items only).
+  appends only those tails (items/s counts the appended items only);
+* **sdk-copy**: the yardstick for import: every session read through the SDK's own session
+  class and copied into a new file with ``copy_session`` (8 at a time, as import does);
+* with ``--shards``: **mirror x1** and **mirror x2**, the live mirror's catch-up
+  (``catch_up_mirror``) of the folder into one PostgreSQL server and spread over two
+  (``mirror --to A --to B``), each into empty databases.
 
 Exports go the way the CLI's do: into PostgreSQL many sessions per transaction in the SDK's
 tables (``transfer.sql_store``), into Redis one ``MULTI``/``EXEC`` per session
@@ -154,7 +159,7 @@ async def measure(url: str, folder: Path, scratch: Path, total_items: int) -> di
     importlib.import_module("agents.extensions.memory.sqlalchemy_session")
     source = SessionDirectory(folder)
     figures: dict[str, Any] = {}
-    for step in ("export", "re-run", "import", "append"):
+    for step in ("export", "re-run", "import", "sdk-copy", "append"):
         grown = 0
         if step == "append":  # every 10th session gains 10 items: only those are written
             for session_id in source.ids()[::10]:
@@ -163,6 +168,8 @@ async def measure(url: str, folder: Path, scratch: Path, total_items: int) -> di
         started = time.perf_counter()
         if step == "import":
             outcomes = await import_all(url, SessionDirectory(scratch / "back"))
+        elif step == "sdk-copy":
+            outcomes = await copy_through_the_sdk(url, source, scratch / "sdk-copy")
         else:
             outcomes = await export_all(source, url)
         seconds = time.perf_counter() - started
@@ -170,6 +177,7 @@ async def measure(url: str, folder: Path, scratch: Path, total_items: int) -> di
             "export": {"copied"},
             "re-run": {"skipped"},
             "import": {"copied"},
+            "sdk-copy": {"copied"},
             "append": {"appended", "skipped"},
         }
         assert {outcome.status for outcome in outcomes} <= expected[step], {o.status for o in outcomes}
@@ -184,6 +192,43 @@ async def measure(url: str, folder: Path, scratch: Path, total_items: int) -> di
     return figures
 
 
+async def copy_through_the_sdk(url: str, source: SessionDirectory, into: Path) -> list[Any]:
+    """Every session read by the SDK's own class and copied to a new file by ``copy_session``."""
+    from types import SimpleNamespace
+
+    from jsonl_session import JSONLSession
+    from jsonl_session.transfer import copy_session, open_backend
+
+    slots = asyncio.Semaphore(8)
+    async with open_backend(url) as backend:
+
+        async def one(session_id: str) -> Any:
+            async with slots:
+                remote = backend.session(session_id)
+                try:
+                    await copy_session(remote, JSONLSession(session_id, into))
+                finally:
+                    backend.done(remote)
+            return SimpleNamespace(status="copied")
+
+        return list(await asyncio.gather(*(one(session_id) for session_id in source.ids())))
+
+
+async def mirror_shards(folder: Path, urls: list[str], total_items: int) -> dict[str, Any]:
+    """``catch_up_mirror`` of the folder into ``urls`` (one, or several: spread by id)."""
+    from jsonl_session.transfer import catch_up_mirror
+
+    started = time.perf_counter()
+    outcomes = await catch_up_mirror(folder, urls[0] if len(urls) == 1 else urls)
+    seconds = time.perf_counter() - started
+    assert {outcome.status for outcome in outcomes} == {"created"}, {o.status for o in outcomes}
+    return {
+        "seconds": round(seconds, 3),
+        "items_per_s": round(total_items / seconds),
+        "sessions_per_s": round(len(outcomes) / seconds, 1),
+    }
+
+
 async def check_through_the_sdk(url: str, source: SessionDirectory) -> None:
     """Every 50th session read back through the SDK's own class equals the file (not timed)."""
     from jsonl_session.transfer.backends import open_url
@@ -196,12 +241,12 @@ async def check_through_the_sdk(url: str, source: SessionDirectory) -> None:
 def report(result: dict[str, Any]) -> str:
     lines = [
         f"{result['sessions']} sessions x {result['items_per_session']} items",
-        f"{'backend':<12}{'step':<8}{'seconds':>10}{'items/s':>10}{'sessions/s':>12}",
+        f"{'backend':<20}{'step':<10}{'seconds':>10}{'items/s':>10}{'sessions/s':>12}",
     ]
     for backend, steps in result["backends"].items():
         for step, figures in steps.items():
             lines.append(
-                f"{backend:<12}{step:<8}{figures['seconds']:>10.2f}{figures['items_per_s']:>10,}"
+                f"{backend:<20}{step:<10}{figures['seconds']:>10.2f}{figures['items_per_s']:>10,}"
                 f"{figures['sessions_per_s']:>12,.1f}"
             )
     return "\n".join(lines)
@@ -219,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
     )
     parser.add_argument("--out", type=Path, help="write the results as JSON here instead")
+    parser.add_argument(
+        "--shards", action="store_true", help="also the mirror's catch-up into 1 and 2 PostgreSQL servers"
+    )
     args = parser.parse_args(argv)
     sessions, per_session = (50, 20) if args.quick else (args.sessions, args.items)
     result: dict[str, Any] = {
@@ -241,6 +289,16 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(scratch / "back", ignore_errors=True)
                 result["backends"][backend] = asyncio.run(
                     measure(url, scratch / "sessions", scratch, sessions * per_session)
+                )
+        if args.shards:
+            with postgres_server() as first, postgres_server() as second:
+                total = sessions * per_session
+                result["backends"]["postgresql-mirror"] = {
+                    "mirror x1": asyncio.run(mirror_shards(scratch / "sessions", [first], total)),
+                }
+            with postgres_server() as first, postgres_server() as second:
+                result["backends"]["postgresql-mirror"]["mirror x2"] = asyncio.run(
+                    mirror_shards(scratch / "sessions", [first, second], total)
                 )
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(report(result))

@@ -304,18 +304,20 @@ async def _import_from(
 
         async def one(session_id: str) -> Outcome:
             try:
-                remote = backend.session(session_id)
-                try:
-                    items = list(await remote.get_items())
-                finally:
-                    backend.done(remote)
-                metadata = known.get(session_id) if known is not None else None
-                if metadata is None and backend.flavour == "redis":
-                    metadata = await redis_store.read_companion(backend.handle, session_id)
+                metadata: Metadata | None
+                if backend.flavour == "redis":
+                    items, metadata = await redis_store.read_session(backend.handle, session_id)
+                else:
+                    remote = backend.session(session_id)
+                    try:
+                        items = list(await remote.get_items())
+                    finally:
+                        backend.done(remote)
+                    metadata = known.get(session_id) if known is not None else None
             except Exception as exc:  # noqa: BLE001  (sorted by _per_session: ours, or re-raised)
                 failed = await _per_session(session_id, _raised(exc))
                 return with_changes(failed, detail=f"{failed.detail}; not imported")
-            existed = directory.exists(session_id)
+            existed = await asyncio.to_thread(directory.exists, session_id)  # a stat: off the loop
             local = directory.open(session_id)
             try:
                 work = import_items(local, items, metadata or {}, replace=replace, existed=existed)

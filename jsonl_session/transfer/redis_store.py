@@ -18,11 +18,14 @@ import json
 import time
 from typing import Any
 
+import orjson
+
+from ..core.codec import has_long_digit_run
 from .companion import REDIS_PREFIX, Metadata, from_redis, to_redis
 from .outcomes import Outcome, plan
 from .sdk_schema import NotStorable, check_storable, item_text, messages_key, session_key
 
-__all__ = ["export_one", "read_companion"]
+__all__ = ["export_one", "read_companion", "read_session"]
 
 
 async def export_one(
@@ -144,3 +147,35 @@ def _as_bytes(fields: dict[Any, Any]) -> dict[str, bytes]:
 async def read_companion(client: Any, session_id: str) -> Metadata:
     """The companion entries of one session (none if it was never exported by jsonl-session)."""
     return from_redis(await client.hgetall(REDIS_PREFIX + session_id))
+
+
+async def read_session(client: Any, session_id: str) -> tuple[list[Any], Metadata]:
+    """One session's items, decoded as ``RedisSession.get_items`` decodes them (a corrupted one
+    skipped), and its companion entries: one round trip, where the SDK's call and the companion
+    read took two."""
+    reads = client.pipeline(transaction=False)
+    reads.lrange(messages_key(session_id), 0, -1)
+    reads.hgetall(REDIS_PREFIX + session_id)
+    raw, fields = await reads.execute()
+    return [item for item in map(_decoded, raw) if item is not _CORRUPTED], from_redis(fields)
+
+
+_CORRUPTED = object()
+
+
+def _decoded(message: bytes) -> Any:
+    """``json.loads(message)`` as the SDK reads it, or :data:`_CORRUPTED` (which the SDK skips).
+
+    orjson first, in a fraction of the time: it reads every JSON text it accepts to the same
+    values, except integers of 19+ digits (floats there, silently), which go to ``json.loads``
+    with what orjson refuses and the standard library takes (``NaN``, ``1e400``, lone surrogates).
+    """
+    if not has_long_digit_run(message):
+        try:
+            return orjson.loads(message)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.loads(message)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _CORRUPTED
