@@ -69,6 +69,7 @@ def test_show_document_usage_mistakes_exit_2(sessions_dir: Path, args: list[str]
 
 
 def test_show_html_of_a_missing_session_is_one_line(sessions_dir: Path) -> None:
+    sessions_dir.mkdir()  # the folder is there; the session is not
     result = run(sessions_dir, "show", "nope", "--html")
     assert (result.code, result.err) == (
         1,
