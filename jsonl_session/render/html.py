@@ -310,10 +310,10 @@ _INDEX_HEAD = """<!doctype html>
 </head>
 <body>
 <header class="top index"><h1>Sessions</h1><div id="count" class="meta" role="status"></div></header>
-<main><table><caption class="sr">Sessions in this folder, newest first</caption>
+<main><table><caption class="sr">Sessions in this folder, most recently active first</caption>
 <thead><tr><th scope="col">session</th><th scope="col">title</th><th scope="col">owner</th>
 <th scope="col">tags</th><th scope="col" class="n">items</th><th scope="col" class="n">size</th>
-<th scope="col">modified</th><th scope="col">notes</th></tr></thead>
+<th scope="col">last activity</th><th scope="col">notes</th></tr></thead>
 <tbody id="sessions"></tbody></table></main>
 <script type="application/json" id="index-data">"""
 

@@ -5,6 +5,8 @@ Kept apart from ``server`` so that the server module stays about requests.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from ..core.errors import JSONLSessionError
 from ..history.metadata import read_default_title
 from ..session.folder import SessionInfo
@@ -12,7 +14,8 @@ from ..session.folder import SessionInfo
 
 def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:
     """An index row: id, title (or the first user message, ``default_title`` true), owner, tags,
-    items, size, modified, and notes (a paused run, a fork's source)."""
+    items, size, modified (the file), last activity (its newest item), and notes (a paused run,
+    a fork's source)."""
     notes = []
     if info.paused:
         notes.append("paused run")
@@ -34,5 +37,9 @@ def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:
         "items": info.items,
         "size": info.size,
         "modified": info.modified.isoformat(timespec="seconds"),
+        # What the index shows and orders by, as ``ls`` does: when the newest item was added.
+        "last_activity": datetime.fromtimestamp(info.last_activity, timezone.utc).isoformat(
+            timespec="seconds"
+        ),
         "notes": notes,
     }

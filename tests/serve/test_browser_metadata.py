@@ -128,7 +128,7 @@ def test_the_index_has_title_owner_and_tags_columns_and_the_served_page_its_pane
     server: Server = server_for(folder)
     page = watched.open(server.url)
     headers = page.locator("thead th").all_inner_texts()
-    assert headers == ["session", "title", "owner", "tags", "items", "size", "modified", "notes"]
+    assert headers == ["session", "title", "owner", "tags", "items", "size", "last activity", "notes"]
     titled = page.locator("#sessions tr[data-id=titled] td").all_inner_texts()
     assert titled[1:4] == ["Paris then Oslo", "ana", "travel"]
     untitled = page.locator("#sessions tr[data-id=untitled] td.session-title")
@@ -145,6 +145,30 @@ def test_the_index_has_title_owner_and_tags_columns_and_the_served_page_its_pane
     assert run(folder, "add", "titled", "A third question").code == 0
     page.wait_for_selector("#L14")
     assert "reload for the newest turns" in page.locator("#turns summary").inner_text()
+    watched.assert_nothing_ran()
+
+
+def test_no_cell_of_the_size_or_activity_columns_wraps_at_1100_px(
+    watched: Watched, tmp_path: Path, server_for: Any
+) -> None:
+    folder = tmp_path / "sessions"
+    long = "Refund for order A-1042 after the courier lost the parcel between Lyon and Paris, twice"
+    for n in range(3):
+        session = two_turns(folder, f"support-ticket-{n:04d}-escalated")
+        session.set_metadata_sync(title=long, add_tags=["billing", "refund", "escalated"], owner="agent-42")
+        session.add_items_sync([{"role": "user", "content": "x" * 12_000 * (n + 1)}])
+    server: Server = server_for(folder)
+    page = watched.open(server.url)  # 1100 px wide
+    lines = page.evaluate(
+        """() => [...document.querySelectorAll('#sessions tr')].flatMap((row) => [5, 6].map((column) => {
+            const range = document.createRange();
+            range.selectNodeContents(row.children[column]);
+            const tops = new Set([...range.getClientRects()].map((rect) => rect.top));
+            return [row.children[column].textContent, tops.size];
+        }))"""
+    )
+    assert len(lines) == 6 and all(text for text, _ in lines)
+    assert [count for _, count in lines] == [1] * 6, lines  # one line each
     watched.assert_nothing_ran()
 
 

@@ -52,6 +52,22 @@ def test_index_lists_sessions_newest_first_with_items_and_size(server: Server, f
     assert status == 200 and json.loads(body) == rows
 
 
+def test_the_index_and_ls_agree_on_last_activity_and_order(tmp_path: Path, server_for: Any) -> None:
+    folder = tmp_path / "sessions"
+    for session_id in ("first", "second", "third"):  # active in this order (their .times say so)
+        JSONLSession(session_id, folder).add_items_sync(conversation()[:3])
+    os.utime(folder / "third.jsonl", (1_700_000_000, 1_700_000_000))  # touched by hand: not activity
+    JSONLSession("first", folder).pop_item_sync()  # a pop changes the file, and is not activity either
+    listed = [json.loads(line) for line in run(folder, "ls", "--json").out.splitlines()]
+    server = server_for(folder)
+    status, body = server.get("/api/sessions")
+    assert status == 200
+    rows = json.loads(body)
+    assert [row["id"] for row in rows] == [entry["id"] for entry in listed] == ["third", "second", "first"]
+    assert [row["last_activity"] for row in rows] == [entry["last_activity"] for entry in listed]
+    assert page_data(server.get("/")[1], "index-data")["sessions"] == rows
+
+
 def test_session_page_is_the_transcript_with_its_live_version(server: Server) -> None:
     _, items = open_page(server, "chat")
     assert [item["number"] for item in items] == list(range(1, 10))

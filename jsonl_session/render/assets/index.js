@@ -1,5 +1,5 @@
-// jsonl-session index page: the sessions of a folder, newest first, kept up to date as they
-// change. Session ids and notes are untrusted text: textContent only, links built by encoding.
+// jsonl-session index page: the sessions of a folder, most recently active first (as `ls`
+// lists them), kept up to date as they change. Session ids and notes are untrusted text: textContent only, links built by encoding.
 "use strict";
 (() => {
   const data = JSON.parse(document.getElementById("index-data").textContent);
@@ -34,7 +34,7 @@
       if (session.default_title) title.title = "No title set: the first user message";
       const tags = el("td");
       for (const tag of session.tags) tags.append(el("span", "tag", tag), " ");
-      const modified = new Date(session.modified);
+      const active = new Date(session.last_activity);
       row.append(
         name,
         title,
@@ -42,7 +42,7 @@
         tags,
         el("td", "n", session.items.toLocaleString()),
         el("td", "n", size(session.size)),
-        el("td", "", isNaN(modified) ? "" : modified.toLocaleString()),
+        el("td", "when", isNaN(active) ? "" : active.toLocaleString()),
         notes,
       );
       body.append(row);
