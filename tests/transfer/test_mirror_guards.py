@@ -380,3 +380,24 @@ def test_verify_and_dry_run_summaries_say_would(folder: Path, database: str, fla
     assert "1 would be rewritten" in summary and "1 would be created" in summary, summary
     assert "1 up to date" in summary
     assert sdk_view(database) != folder_view(folder)  # nothing written
+
+
+# -- the Redis import's own reader reads exactly what the SDK's reads ----------------------------------
+
+
+def test_redis_import_reads_long_integers_and_corrupted_rows_as_the_sdk_does(tmp_path: Path, rd: str) -> None:
+    import redis
+
+    from jsonl_session.transfer import import_all
+
+    long_number = {"role": "user", "content": "n", "id": 1234567890123456789, "x": 2**53 + 1}
+    client = redis.Redis.from_url(rd)
+    try:
+        client.hset(REDIS_PREFIX + "n", "session_id", "n")
+        client.rpush(REDIS_PREFIX + "n:messages", text_of(turn(1)), b"{corrupted", text_of(long_number))
+    finally:
+        client.close()
+    outcomes = asyncio.run(import_all(rd, SessionDirectory(tmp_path / "back")))
+    assert [(o.session_id, o.status) for o in outcomes] == [("n", "copied")]
+    assert folder_view(tmp_path / "back") == sdk_view(rd) == {"n": [turn(1), long_number]}
+    assert type(folder_view(tmp_path / "back")["n"][1]["id"]) is int
