@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -38,6 +40,8 @@ BIG = 300 * 1024 * 1024
 """The hostile file: 300 MB on disk or once decompressed."""
 BOUND_KIB = 50 * 1024
 """What one hostile file may add to a command's peak memory: 50 MiB, a sixth of its size."""
+PROBE_TIMEOUT = 120
+"""Seconds a probe may take (a few, usually): a hang is reported as one, under pytest's own timeout."""
 
 PROBE = """
 import os, resource, subprocess, sys, urllib.error, urllib.request
@@ -59,7 +63,7 @@ def serve(*paths):
     try:
         for path in paths:
             try:
-                with urllib.request.urlopen(url + path, timeout=120) as response:
+                with urllib.request.urlopen(url + path, timeout=60) as response:
                     while response.read(1 << 16):
                         pass
             except urllib.error.HTTPError:
@@ -78,17 +82,22 @@ print(max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss), file=sys
 def peak_kib(folder: Path, operation: str) -> int:
     """Peak resident memory (KiB) of a fresh Python running ``operation`` on ``folder``, or of
     a process it started and waited for, if higher."""
-    completed = subprocess.run(
+    probe = subprocess.Popen(
         [sys.executable, "-c", PROBE.format(operation=operation), str(folder)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         env=cli_env(),
-        check=False,
-        timeout=300,
+        start_new_session=True,  # its own group: a hung probe is killed with the server it started
     )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    return int(completed.stderr.strip().splitlines()[-1])
+    try:
+        _, errors = probe.communicate(timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(probe.pid, signal.SIGKILL)
+        probe.communicate()
+        raise AssertionError(f"{operation!r} did not finish in {PROBE_TIMEOUT} s") from None
+    assert probe.returncode == 0, errors[-2000:]
+    return int(errors.strip().splitlines()[-1])
 
 
 # -- the folder and its hostile files ------------------------------------------------------------
