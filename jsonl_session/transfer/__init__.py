@@ -6,7 +6,9 @@ folder, or of a backend, by the same rules: only what the destination lacks
 (``transfer.compare.compare``, not exported here: its submodule's name would shadow it), never
 overwrite without ``replace``, verify before writing, all or nothing per session, and the
 metadata the SDK's tables cannot hold in a companion table or hash (``companion``).
-``mirror`` keeps a database equal to a folder, live (``mirror_folder``), or once (``catch_up_mirror``).
+``mirror`` keeps a database (or several: ``shards``) equal to a folder, live (``mirror_folder``),
+or once (``catch_up_mirror``). Both wings take the SDK's storage layout from ``sdk_schema`` alone
+and never import each other.
 
 Example:
     >>> from jsonl_session.transfer import copy_session, open_url

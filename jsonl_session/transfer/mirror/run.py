@@ -132,7 +132,7 @@ async def mirror_folder(
     """
     folder = _folder(directory)
     if delete:
-        _readable(folder)
+        await asyncio.to_thread(_readable, folder)
     say = notice or _quiet
     attempt = 0
     connected = False
@@ -200,14 +200,14 @@ async def catch_up_mirror(
     """
     folder = _folder(directory)
     if delete:
-        _readable(folder)
+        await asyncio.to_thread(_readable, folder)
     async with open_target(url, create=not dry_run) as target:
         ids = await asyncio.to_thread(folder.ids)
         stored = await stored_ids(target)
         if delete and not (mass_delete or dry_run):
-            _Deletions(delete, mass_delete).check(
-                shown_urls(url), [i for i in stored if i not in set(ids)], len(stored)
-            )
+            here_now = set(ids)
+            doomed = [session_id for session_id in stored if session_id not in here_now]
+            _Deletions(delete, mass_delete).check(shown_urls(url), doomed, len(stored))
 
         async def one(session_id: str) -> MirrorOutcome:
             local = folder.open(session_id)

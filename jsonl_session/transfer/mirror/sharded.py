@@ -9,10 +9,13 @@ transactions); a session is still one transaction in one database.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..shards import home_of
 from .plan import Applied
-from .targets import Target
+
+if TYPE_CHECKING:  # targets opens this module: a runtime import back would be a cycle
+    from .targets import Target
 
 __all__ = ["ShardedTarget"]
 
