@@ -139,7 +139,10 @@ class Hub:
             with Transaction(path, write=False, timeout=self.lock_timeout) as file:
                 if not file.exists:
                     return None
-                self._refresh(session_id, mirror)  # the changes before our lock, sent as usual
+                seen = _stat_key(os.fstat(file.fd))
+                if seen != mirror.seen:  # the changes before our lock, sent as usual
+                    self._refresh(session_id, mirror)
+                    mirror.seen = seen
                 if self._mirrors.get(session_id) is not mirror:  # a symlink after all: not a session
                     return None
                 fd = os.dup(file.fd)
@@ -156,7 +159,12 @@ class Hub:
             mirror = self._mirrors.get(page.session_id)
             if mirror is None:
                 return 0
-            self._refresh(page.session_id, mirror)  # a cut not yet heard of by the folder watch
+            try:
+                unchanged = _stat_key(os.stat(page.path, follow_symlinks=False)) == mirror.seen
+            except OSError:
+                unchanged = False
+            if not unchanged:  # a cut not yet heard of by the folder watch
+                self._refresh(page.session_id, mirror)
             same = self._mirrors.get(page.session_id) is mirror and mirror.cuts == page.cuts
             mirror.used = time.monotonic()
             return page.version if same else 0
@@ -258,11 +266,12 @@ class Hub:
                 if count is None:
                     watch.close()
                     return None
+                seen = _stat_key(os.fstat(file.fd))
         except (JSONLSessionError, OSError):
             return None
         finally:
             give_back()  # what the follower's first look freed
-        return Mirror(watch, count=count, builder=builder, fresh=False)
+        return Mirror(watch, count=count, builder=builder, fresh=False, seen=seen)
 
     def _views(self, session_id: str, mirror: Mirror) -> list[bytes]:
         """The mirror's views, rendered from the file now if they are not kept. Under the lock.
@@ -492,3 +501,8 @@ class Hub:
             mirror = self._mirrors.get(subscriber.session_id) if subscriber.session_id is not None else None
             if mirror is not None:
                 mirror.used = time.monotonic()  # kept LINGER_SECONDS more (a reload)
+
+
+def _stat_key(stat: os.stat_result) -> tuple[int, ...]:
+    """What changes with any write to a session file (its size, times, or the file itself)."""
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)

@@ -41,6 +41,7 @@ class Mirror:
     views: list[bytes] | None = None  # None: not rendered (no event stream needs them whole)
     cuts: int = 0
     builder: ViewBuilder = field(default_factory=ViewBuilder)
+    seen: tuple[int, ...] | None = None  # the file's stat when the follower last looked under a page's lock
     problem: str = ""  # why the session cannot be read now, until it can again
     fresh: bool = True  # the follower's next look is its first: it delivers every item
     used: float = field(default_factory=time.monotonic)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,42 @@ def test_the_index_and_ls_agree_on_last_activity_and_order(tmp_path: Path, serve
     assert [row["id"] for row in rows] == [entry["id"] for entry in listed] == ["third", "second", "first"]
     assert [row["last_activity"] for row in rows] == [entry["last_activity"] for entry in listed]
     assert page_data(server.get("/")[1], "index-data")["sessions"] == rows
+
+
+@pytest.mark.parametrize("change", ["append", "pop"])
+def test_a_page_streamed_while_the_session_changes_continues_from_what_it_shows(
+    tmp_path: Path, server_for: Any, change: str
+) -> None:
+    folder = tmp_path / "sessions"
+    session = JSONLSession("big", folder)
+    session.add_items_sync([{"role": "user", "content": f"{n} " + "x" * 4000} for n in range(2000)])  # 8 MB
+    server = server_for(folder)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((server.host, server.port))
+    sock.sendall(f"GET /session?id=big HTTP/1.1\r\nHost: {server.host}:{server.port}\r\n\r\n".encode())
+    received = b""
+    while b'"items":[' not in received:  # the page is being streamed: the server holds no lock now
+        received += sock.recv(65536)
+    if change == "append":
+        session.add_items_sync([{"role": "user", "content": "added meanwhile"}])
+    else:
+        session.pop_item_sync()  # cuts the file the page is read from, in place
+    while data := sock.recv(1 << 20):
+        received += data
+    sock.close()
+    page = page_data(received.split(b"\r\n\r\n", 1)[1])
+    version, shown = page["live"]["version"], len(page["items"])
+    events = server.events(f"?id=big&v={version}", last_event_id=None)
+    _, first = events.next()
+    events.close()
+    # Either way the page's events start with the session as it is now.
+    if change == "append":  # the page shows exactly the session as it was when it was asked for
+        assert shown == 2000 and version > 0
+        assert first["kind"] == "reset" and first["count"] == 2001
+    else:  # what the page read may be cut short: its version says it is nothing to build on
+        assert version == 0
+        assert first["kind"] == "reset" and first["count"] == 1999
 
 
 def test_session_page_is_the_transcript_with_its_live_version(server: Server) -> None:
