@@ -52,6 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning
         try:
+            if reads_the_folder(args):
+                from .lookup import need_folder
+
+                need_folder(args)
             return int(handler_for(args.command)(args))
         except (UsageError, InvalidSessionId, InvalidBackendURL) as exc:  # typed wrong, not failed
             error(message(exc))
@@ -84,6 +88,7 @@ _HANDLERS: dict[str, str] = {
     "fork": "sessions",
     "meta": "meta",
     "textconv": "sessions",
+    "git-setup": "tools",
     "rewind": "history",
     "check": "tools",
     "redact": "tools",
@@ -101,12 +106,28 @@ _HANDLERS: dict[str, str] = {
 ``cmd_<command>`` runs it."""
 
 
+_FOLDER_OPTIONAL = frozenset({"add", "import", "textconv", "mirror"})
+"""Commands that may start without the folder: they create it, take a file, or check it themselves."""
+
+
+def reads_the_folder(args: argparse.Namespace) -> bool:
+    """Whether the command needs ``--dir`` to exist (``check``/``redact`` of file paths do not)."""
+    if args.command in _FOLDER_OPTIONAL or (args.command == "tail" and args.follow):
+        return False  # tail -f waits for the session, which its first write creates with the folder
+    if args.command in ("check", "redact"):
+        from .lookup import is_path
+
+        named = args.targets if args.command == "check" else [args.id]
+        return not named or not all(is_path(name) for name in named)
+    return True
+
+
 def handler_for(command: str) -> Callable[[argparse.Namespace], int]:
     """The function that runs ``command`` (its module is imported now, not at start-up)."""
     # __import__, not importlib.import_module: an import statement's way in, which `python -X
     # importtime` reports, so tests/project/test_startup.py sees what each command loads.
     module = __import__(f"{__package__}.{_HANDLERS[command]}", fromlist=["cmd"])
-    handler: Callable[[argparse.Namespace], int] = getattr(module, f"cmd_{command}")
+    handler: Callable[[argparse.Namespace], int] = getattr(module, f"cmd_{command.replace('-', '_')}")
     return handler
 
 

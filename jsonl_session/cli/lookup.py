@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from ..session.folder import SessionDirectory
+from .arguments import DIR_ENV
 from .output import Failure, UsageError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
@@ -18,6 +19,25 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..session.store import JSONLSession
+
+
+def missing_folder(folder: str) -> str | None:
+    """Why ``folder`` cannot be the sessions folder (one line, the same for every command), or None.
+
+    A typo in ``--dir`` must not read as an empty folder: ``check`` saying ``0 problems`` or
+    ``grep`` finding nothing there would hide it.
+    """
+    if os.path.isdir(folder):
+        return None
+    what = "not a folder" if os.path.lexists(folder) else "no such folder"
+    return f"{folder}: {what} (name the sessions folder with --dir or ${DIR_ENV})"
+
+
+def need_folder(args: argparse.Namespace) -> None:
+    """Refuse (exit 2) unless ``--dir`` names a folder; every command reading the folder calls it."""
+    why = missing_folder(args.dir)
+    if why is not None:
+        raise UsageError(why)
 
 
 def directory(args: argparse.Namespace) -> SessionDirectory:

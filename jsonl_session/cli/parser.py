@@ -300,11 +300,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         commands,
         "textconv",
         "print a session file as stable transcript text, for git diff (a textconv driver)",
-        f"{PROG} textconv sessions/convo_123.jsonl\n"
-        f"git config diff.jsonl-session.textconv '{PROG} textconv'\n"
-        "echo 'sessions/*.jsonl diff=jsonl-session' >> .gitattributes",
+        f"{PROG} textconv sessions/convo_123.jsonl\n{PROG} git-setup   # sets git up to use it",
     )
     textconv.add_argument("file", metavar="FILE", help="a session file (any path: git passes a temp copy)")
+
+    command_parser(
+        commands,
+        "git-setup",
+        "make git keep session files whole on merge and diff them as transcripts: writes --dir's "
+        ".gitattributes (every sidecar kind too) and the repository's textconv driver; safe to rerun",
+        f"{PROG} git-setup --dir sessions",
+    )
 
     serve = command_parser(
         commands,

@@ -8,7 +8,6 @@ imports only what it needs, and the rest inside the commands that use it.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -33,8 +32,6 @@ TITLE_WIDTH = 40
 def cmd_ls(args: argparse.Namespace) -> int:
     from .history import mark, print_tree
 
-    if not os.path.isdir(args.dir):
-        raise Failure(f"{args.dir}: no such folder")
     skipped: list[Exception] = []
     infos = directory(args).list(
         on_error=lambda _path, exc: skipped.append(exc), tags=args.tag, owner=args.user, limit=args.limit

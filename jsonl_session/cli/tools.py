@@ -1,4 +1,4 @@
-"""The CLI's tool commands: ``check``, ``redact``, ``edit``, ``grep``, ``stats``.
+"""The CLI's tool commands: ``check``, ``redact``, ``edit``, ``grep``, ``stats``, ``git-setup``.
 
 The work is the library's (``tools.check``, ``tools.secrets``, ``tools.edit_copy``,
 ``tools.grep.search``, ``tools.stats.folder_stats``); these print what it answers. ``grep``'s
@@ -256,3 +256,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
     archived = {f"{session_id} (archived)": totals for session_id, totals in stats.archived.items()}
     print_usage(stats.tokens | archived, stats.tokens_total)
     return 1 if skipped else 0
+
+
+def cmd_git_setup(args: argparse.Namespace) -> int:
+    from ..tools.git_setup import NotARepository, setup_git
+
+    try:
+        changes = setup_git(args.dir)
+    except NotARepository as exc:
+        raise UsageError(f"git-setup: {exc}") from None
+    for change in changes:
+        note(change)
+    if not changes:
+        note(f"{args.dir}: git already set up; nothing changed")
+    return 0

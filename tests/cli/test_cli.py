@@ -212,6 +212,7 @@ def test_add_from_stdin_writes_nothing_when_one_line_is_bad(sessions_dir: Path) 
 
 
 def test_errors_are_one_line_with_meaningful_exit_codes(sessions_dir: Path) -> None:
+    sessions_dir.mkdir()
     missing = run(sessions_dir, "show", "nope")
     assert (missing.code, missing.out, missing.err) == (
         1,

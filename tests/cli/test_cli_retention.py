@@ -60,6 +60,7 @@ def test_prune_shows_what_it_would_do_then_archives_with_yes_and_restore_brings_
 
 
 def test_usage_errors_exit_2_and_a_missing_archive_exits_1(sessions_dir: Path) -> None:
+    sessions_dir.mkdir()
     bad = run(sessions_dir, "prune", "--older-than", "30")
     assert bad.code == 2 and "not a duration: '30'" in bad.err
     assert run(sessions_dir, "restore").code == 2

@@ -72,8 +72,11 @@ def test_dir_and_lock_timeout_work_before_the_command_too(sessions_dir: Path) ->
 def test_ls_on_a_missing_folder_says_so(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     result = run(missing, "ls")
-    assert result.code == 1
-    assert result.err == f"jsonl-session: error: {missing}: no such folder\n"
+    assert result.code == 2
+    assert result.err == (
+        f"jsonl-session: error: {missing}: no such folder "
+        "(name the sessions folder with --dir or $JSONL_SESSION_DIR)\n"
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     assert run(empty, "ls").err == f"no sessions in {empty}\n"
