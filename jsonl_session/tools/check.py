@@ -42,17 +42,13 @@ from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.transaction import Transaction
 from ..history import replay_rules
 from ..history.replay_rules import ReplayLint
-from . import leftovers
+from . import conflicts, leftovers
 
 # A call item type -> the type of the item that answers it, matched on ``call_id``: the replay
 # lint's table (docs/replay-lint.md), named here too for ``edit_copy``.
 CALL_PAIRS = replay_rules.CALL_PAIRS
 _ANSWER_TO_CALL = {answer: call for call, answer in CALL_PAIRS.items()}
 _ANSWERS = frozenset(_ANSWER_TO_CALL)
-
-
-# A text merge of two histories leaves these lines behind (see docs/workflows.md).
-_CONFLICT_MARKERS = (b"<<<<<<< ", b"<<<<<<<\n", b"=======", b">>>>>>> ", b"||||||| ")
 
 
 @dataclass(frozen=True)
@@ -121,6 +117,7 @@ def check_file(
         problems.append(torn)
     problems.extend(_lineage_problems(path, lock_timeout))
     problems.extend(_metadata_problems(path))
+    problems.extend(Problem(*marker) for marker in conflicts.sidecar_markers(path))
     if fix and any(problem.fixable and not problem.fixed for problem in problems if problem.line):
         problems = _fix_for_replay(path, problems, lock_timeout)  # after the lock above is released
     return sorted(problems, key=lambda problem: problem.line or 0)
@@ -296,8 +293,8 @@ class _LineChecker:
     def _take_line(self, number: int, line: bytes) -> None:
         reason = scanner.describe_bad_line(line)
         if reason is not None:
-            if line.rstrip(b"\r").startswith(_CONFLICT_MARKERS):
-                reason = f"git merge conflict marker {line[:7].decode()!r}: resolve the merge, then edit"
+            if conflicts.is_marker(line):
+                reason = conflicts.marker_reason(line)
             self.found.append(Problem(self.path, number, reason))
             return
         item = codec.decode_line(line)
