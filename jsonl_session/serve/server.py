@@ -17,12 +17,14 @@ Routes (GET and HEAD only; anything else is 405):
 * ``/events`` and ``/events?id=ID``: server-sent events for the index, or one session
   (which must exist when the stream opens; it may then be deleted and re-created).
 
-Bounded (:class:`Limits`; issue 24): at most ``connections`` connections at once (the next
-one gets a 503 at once, without a thread); a request's line and headers must arrive within
-``head_seconds`` of the connection (a half-sent request held a thread and a descriptor
-forever); a client that takes no byte for ``write_seconds`` is dropped (an ``EventSource``
-reconnects by itself, and gets a ``reset``); pages and events are written a piece at a time
-from the hub's views, never copied whole per client.
+Bounded (:class:`Limits`): at most ``connections`` connections at once, fewer under a low
+descriptor limit (:func:`connection_budget`); past that a new one closes the oldest that has
+not sent a whole request, or gets a 503 at once, without a thread, if every one has. A
+request's line and headers must arrive within ``head_seconds`` of the connection (a half-sent
+request held a thread and a descriptor forever); a client that takes no byte for
+``write_seconds`` is dropped (an ``EventSource`` reconnects by itself, and gets a ``reset``).
+Pages are streamed from the session file a piece at a time (:func:`page_parts`) and events
+written from the hub's shared views: nothing is copied whole per client.
 
 Safety: no route takes a path. A session is looked up by id among the regular files
 directly in the folder (a symlink is not a session), so ``..``, ``%2e%2e``, absolute paths
