@@ -45,16 +45,25 @@ def list_archives(
 ) -> list[ArchivedSession]:
     """Every archive in the folder, newest archived first, read from the manifests alone.
 
-    An archive that cannot be read (damaged, not ours) goes to ``on_error(path, error)`` and
-    the others are listed; without ``on_error`` its error is raised.
+    An archive that cannot be read (damaged, not ours, a manifest past its limit) goes to
+    ``on_error(path, error)`` and the others are listed; so does a symlinked ``.archive``
+    (nothing is listed then). Without ``on_error`` the error is raised. Each manifest is read
+    bounded (``archive_files.MANIFEST_LIMIT``), never the rest of its archive.
 
     Example:
         >>> [(a.session_id, a.archived_at) for a in list_archives("sessions")]   # doctest: +SKIP
         [('convo_12', '2026-01-02T03:04:05Z')]
     """
-    folder = _folder(directory)
+    archive_folder = _folder(directory).directory / archive_files.FOLDER
+    try:
+        paths = archive_files.archives(archive_folder)
+    except (OSError, JSONLSessionError) as exc:  # a symlinked .archive: nothing read through it
+        if on_error is None:
+            raise
+        on_error(archive_folder, exc)
+        return []
     found = []
-    for path in archive_files.archives(folder.directory / archive_files.FOLDER):
+    for path in paths:
         try:
             found.append(_archived(path))
         except (OSError, JSONLSessionError) as exc:

@@ -48,7 +48,6 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
 from ..core import errors, reads, sidecar_files, storage, temp_files
 from ..core.errors import JSONLSessionError, SessionExistsError, SessionFileError, SessionNotFoundError
@@ -124,6 +123,9 @@ def prune(
     touched: the outcomes say what would be archived. Sessions are taken in id order; one
     that cannot be archived is skipped with its reason and the others go on.
 
+    Raises:
+        UnsafePathError: ``<dir>/.archive`` is a symlink (or not a folder): nothing is archived.
+
     Example:
         >>> [o.session_id for o in prune("sessions", timedelta(days=30))]   # doctest: +SKIP
         ['convo_12', 'support-7']
@@ -133,7 +135,7 @@ def prune(
     if not seconds >= 0:
         raise ValueError(f"older_than must be >= 0, not {older_than!r}")
     cutoff = (time.time() if now is None else now) - seconds
-    archive_folder = folder.directory / archive_files.FOLDER
+    archive_folder = archive_files.checked_folder(folder.directory / archive_files.FOLDER)
     if not dry_run:
         for leftover in archive_files.temp_leftovers(archive_folder):
             temp_files.remove_if_orphaned(leftover)  # a killed prune's half-written archive
@@ -201,19 +203,10 @@ def _archive(
     """The verified archive of ``members``: the newest one already holding them (a re-run after a
     kill between archiving and deleting), or a new one."""
     mine = [archive for archive in archive_files.archives(archive_folder) if _file_of(archive) == path.name]
-    if mine:
-        try:
-            _, held = archive_files.read_archive(mine[-1])
-        except SessionFileError:
-            held = []
-        by_name = {member.name: member.data for member in held}
-        if held and all(by_name.get(member.name) == member.data for member in members):
-            return mine[-1]
+    if mine and archive_files.holds(mine[-1], members):
+        return mine[-1]
     when = time.time()
-    archive = archive_folder / archive_files.archive_name(path.name, when)
-    while archive.exists() or (mine and archive.name <= mine[-1].name):  # never two of one name
-        when += 1e-6
-        archive = archive_folder / archive_files.archive_name(path.name, when)
+    archive = archive_folder / archive_files.next_archive_name(path.name, when, mine[-1] if mine else None)
     usage_log = path.with_name(path.name + sidecar_files.USAGE)
     records = sidecar_files.read_lines(usage_log, timeout=0) if usage_log.name in seen else []
     manifest = archive_files.manifest_for(
@@ -226,8 +219,7 @@ def _archive(
     )
     archive_files.write_archive(archive, manifest, members)
     try:
-        _, written = archive_files.read_archive(archive)  # read back whole: every byte as locked
-        if [(member.name, member.data) for member in written] != [(m.name, m.data) for m in members]:
+        if not archive_files.holds(archive, members, exactly=True):  # read back: every byte as locked
             raise SessionFileError(archive, "reads back different from what was archived")
     except BaseException:
         _delete(archive)  # the session stays; no archive that does not hold it
@@ -238,14 +230,17 @@ def _archive(
 def restore(directory: SessionDirectory | str | os.PathLike[str], session_id: str) -> RestoreOutcome:
     """Bring back the newest archive of ``session_id``, byte-identical, sidecars included.
 
-    The files are written under the session's exclusive lock (the session file last), then
-    the archive is deleted. Nothing is ever overwritten: a session that has items (or
-    sidecars that differ from the archive's) makes it refuse.
+    The files are written under the session's exclusive lock (the session file last), owner-only
+    like every file the library makes (an archive's modes are not trusted), then the archive is
+    deleted. Nothing is ever overwritten: a session that has items (or sidecars that differ
+    from the archive's) makes it refuse. An archive is input: it may hold only the session's
+    own file and sidecars (``.meta`` and ``.lineage`` within their limits), regular files all.
 
     Raises:
         SessionNotFoundError: no archive of that session (a FileNotFoundError).
         SessionExistsError: the session exists again (a FileExistsError); ``rm`` it first.
-        SessionFileError: the archive is damaged (nothing is written).
+        SessionFileError: the archive is damaged, or holds anything else (nothing is written).
+        UnsafePathError: ``<dir>/.archive`` is a symlink.
 
     Example:
         >>> restore("sessions", "convo_12").files      # doctest: +SKIP
@@ -258,7 +253,8 @@ def restore(directory: SessionDirectory | str | os.PathLike[str], session_id: st
     if not mine:
         raise SessionNotFoundError(path, f"no archive of this session in {archive_folder}")
     archive = mine[-1]
-    _, members = archive_files.read_archive(archive)  # every member checked before anything is written
+    # every member checked before anything is written
+    _, members = archive_files.read_archive(archive, allowed=_own_files(path))
     if members[0].name != path.name:
         raise SessionFileError(archive, f"holds {members[0].name}, not {path.name}")
     session, sidecars = members[0], members[1:]
@@ -280,10 +276,7 @@ def restore(directory: SessionDirectory | str | os.PathLike[str], session_id: st
             if name not in wanted or _read_sidecar(path.with_name(name), None).data != wanted[name]:
                 raise SessionExistsError(path.with_name(name), "exists and differs from the archive's")
         for member in sidecars:
-            storage.replace_file(
-                path.with_name(member.name), member.data, durable=True, prepare=_mode(member)
-            )
-        os.fchmod(file.fd, session.mode & 0o777)  # storage.replace gives the new file the held one's mode
+            storage.replace_file(path.with_name(member.name), member.data, durable=True)
         file.replaced()
         storage.replace(file.fd, path, session.data, durable=True)
     _delete(archive)
@@ -304,6 +297,15 @@ def _snapshot(path: Path) -> dict[str, os.stat_result] | None:
             raise SessionFileError(path.with_name(name), "is not a regular file; not archived")
         found[name] = info
     return found
+
+
+def _own_files(path: Path) -> dict[str, int | None]:
+    """The names an archive of the session at ``path`` may hold, with the most bytes each may
+    (a sidecar kind's limit, ``sidecar_files.LIMITS``; None: none)."""
+    limits: dict[str, int | None] = {path.name: None}
+    for suffix in _SIDECARS:
+        limits[path.name + suffix] = sidecar_files.LIMITS.get(suffix)
+    return limits
 
 
 def _existing_sidecars(path: Path) -> list[str]:
@@ -357,13 +359,6 @@ def _same_sidecars(path: Path, sidecars: list[Member]) -> bool:
     return set(present) == set(wanted) and all(
         _read_sidecar(path.with_name(name), None).data == wanted[name] for name in present
     )
-
-
-def _mode(member: Member) -> Any:
-    def prepare(fd: int) -> None:
-        os.fchmod(fd, member.mode & 0o777)
-
-    return prepare
 
 
 def _delete(archive: Path) -> None:
