@@ -81,6 +81,27 @@ def _columns() -> int:
         return 80
 
 
+class VersionAction(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked for.
+
+    ``importlib.metadata`` costs start-up; argparse's own ``version`` action needs the string
+    while the parser is built, for every command.
+    """
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version(PROG)
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            installed = "unknown (not installed)"
+        sys.stdout.write(f"{PROG} {installed}\n")
+        parser.exit(0)
+
+
 def add_common(parser: argparse.ArgumentParser, *, defaults: bool = False) -> None:
     """``--dir`` and ``--lock-timeout``, accepted before the command and after it.
 

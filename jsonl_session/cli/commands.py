@@ -22,7 +22,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 
-from .. import InvalidBackendURL, InvalidSessionId, JSONLSessionError
+from .. import InvalidBackendURL, InvalidSessionId, JSONLSessionError, LockTimeout
 from .arguments import PROG
 from .output import Failure, UsageError, error, message, note
 from .parser import build_parser, command_word
@@ -60,6 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (UsageError, InvalidSessionId, InvalidBackendURL) as exc:  # typed wrong, not failed
             error(message(exc))
             return 2
+        except LockTimeout as exc:  # the library's advice names its parameter; here it is an option
+            error(
+                f"{exc.path}: lock not acquired within {exc.timeout:g}s; another process is writing or "
+                "editing this session (raise --lock-timeout, or find the process holding it)"
+            )
+            return 1
         except (Failure, JSONLSessionError, OSError, ValueError) as exc:
             if isinstance(exc, BrokenPipeError):
                 return _quiet_broken_pipe()

@@ -88,6 +88,18 @@ def confirm(question: str, *, default: bool = False) -> bool:
     return default if not answer else answer in ("y", "yes")
 
 
+def confirm_or_fail(question: str, refused: str, command: str) -> None:
+    """Ask; a no fails (exit 1), and no answer at all (no terminal, stdin at its end) names ``--yes``."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        sys.stderr.write("\n")
+        raise UsageError(f"{refused}: no answer on stdin; add --yes to {command} without a question")
+    if line.strip().lower() not in ("y", "yes"):
+        raise Failure(refused)
+
+
 def plural(count: int) -> str:
     """``"s"`` unless ``count`` is 1: ``f"{n} item{plural(n)}"``."""
     return "" if count == 1 else "s"

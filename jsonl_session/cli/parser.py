@@ -21,6 +21,7 @@ from .arguments import (
     WINDOW_HELP,
     Commands,
     Formatter,
+    VersionAction,
     add_common,
     command_parser,
     count_type,
@@ -68,6 +69,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         formatter_class=Formatter,
     )
     add_common(parser, defaults=True)
+    parser.add_argument("--version", action=VersionAction, help="print the installed version and exit")
     parser.set_defaults(command=None)
     commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
 

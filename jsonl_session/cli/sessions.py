@@ -16,7 +16,17 @@ from ..render.terminal_text import printable
 from ..session.folder import utc_seconds
 from .arguments import PROG
 from .lookup import directory, existing, open_session
-from .output import Failure, UsageError, confirm, error, note, plural, print_items, print_json, skip_warning
+from .output import (
+    Failure,
+    UsageError,
+    confirm_or_fail,
+    error,
+    note,
+    plural,
+    print_items,
+    print_json,
+    skip_warning,
+)
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -39,12 +49,15 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for exc in skipped:  # one unreadable file is named, and the rest listed (exit 1)
         skip_warning(exc)
     status = 1 if skipped else 0
+    filtered = bool(args.tag) or args.user is not None
     out = sys.stdout
     if args.tree and not args.json and infos:
         print_tree(infos)
         return status
     # Most recently active first, as listed: the newest item's time (the .times sidecar), else the file's.
     if args.json:
+        if not infos and filtered:
+            return 1
         # The standard json module, not orjson: for these flat records (str, int, bool, None) it
         # writes the same bytes, and loads ~10 ms sooner (tests/cli/test_cli.py, test_startup.py).
         import json
@@ -67,9 +80,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
             sys.stdout.buffer.write(line.encode())
         return status
     if not infos:
-        matching = " match" if args.tag or args.user is not None else "s"
-        note(f"no session{matching} in {args.dir}")
-        return status
+        note(f"no session{' match' if filtered else 's'} in {args.dir}")
+        return 1 if filtered else status  # a filter that matches nothing is a failed search, as in grep
+
     shown = [printable(info.session_id) for info in infos]
     width = max(2, *(len(session_id) for session_id in shown))
     marks = [printable(mark(info)) for info in infos]
@@ -234,8 +247,10 @@ def cmd_pop(args: argparse.Namespace) -> int:
 def cmd_clear(args: argparse.Namespace) -> int:
     session = existing(args, args.id)
     count = session.count_items_sync()
-    if not args.yes and not confirm(f"clear all {count} item{plural(count)} of {args.id}?"):
-        raise Failure(f"{args.id}: not cleared")
+    if not args.yes:
+        confirm_or_fail(
+            f"clear all {count} item{plural(count)} of {args.id}?", f"{args.id}: not cleared", "clear"
+        )
     session.clear_session_sync()
     note(f"{args.id}: cleared {count} item{plural(count)}")
     return 0
@@ -243,8 +258,8 @@ def cmd_clear(args: argparse.Namespace) -> int:
 
 def cmd_rm(args: argparse.Namespace) -> int:
     session = existing(args, args.id)
-    if not args.yes and not confirm(f"delete {session.path}?"):
-        raise Failure(f"{args.id}: not deleted")
+    if not args.yes:
+        confirm_or_fail(f"delete {session.path}?", f"{args.id}: not deleted", "rm")
     if not directory(args).delete(args.id):
         raise Failure(f"{args.id}: no such session in {args.dir}")
     note(f"{args.id}: deleted {session.path}")

@@ -201,6 +201,7 @@ def snippet(hit: Hit, style: Style) -> str:
     text = hit.text
     start = max(0, hit.start - SNIPPET // 3)
     end = min(len(text), max(hit.end, start + SNIPPET))
+    start = max(0, min(start, end - SNIPPET))  # text near the end: show more before it, not less
     window = (
         printable(text[start : hit.start])
         + style.match(printable(text[hit.start : hit.end]))

@@ -246,8 +246,8 @@ def test_tail_prints_the_newest_items(sessions_dir: Path) -> None:
 
 def test_clear_and_rm_ask_first_and_yes_skips_the_question(sessions_dir: Path) -> None:
     session = make(sessions_dir)
-    declined = run(sessions_dir, "clear", "convo")  # stdin at end: the answer is no
-    assert declined.code == 1 and "clear all 5 items of convo? [y/N]" in declined.err
+    declined = run(sessions_dir, "clear", "convo")  # stdin at end: no answer, so no
+    assert declined.code == 2 and "clear all 5 items of convo? [y/N]" in declined.err
     assert len(session.get_items_sync()) == 5
 
     assert run(sessions_dir, "clear", "convo", "--yes").code == 0

@@ -86,7 +86,7 @@ def test_ls_filters_by_tag_and_user_and_shows_the_columns(tmp_path: Path) -> Non
         line.split()[0] for line in run(folder, "ls", "--tag", "bug", "--tag", "ios").out.splitlines()[1:]
     ] == ["b"]
     nobody = run(folder, "ls", "--user", "zoe")
-    assert nobody.code == 0 and nobody.out == "" and "no session match" in nobody.err
+    assert nobody.code == 1 and nobody.out == "" and "no session match" in nobody.err
 
 
 def test_ls_without_metadata_prints_as_before(tmp_path: Path) -> None:
