@@ -401,3 +401,17 @@ def test_redis_import_reads_long_integers_and_corrupted_rows_as_the_sdk_does(tmp
     assert [(o.session_id, o.status) for o in outcomes] == [("n", "copied")]
     assert folder_view(tmp_path / "back") == sdk_view(rd) == {"n": [turn(1), long_number]}
     assert type(folder_view(tmp_path / "back")["n"][1]["id"]) is int
+
+
+def test_the_live_mirror_deletes_nothing_while_its_folder_is_gone(folder: Path, pg: str) -> None:
+    from test_mirror import Running, wait_until
+
+    for n in range(3):
+        session(folder, f"s{n}").add_items_sync([turn(n)])
+    with Running(folder, pg, delete=True) as mirror:
+        stored = sdk_view(pg)
+        assert stored == folder_view(folder)
+        folder.rename(folder.with_name("unmounted"))
+        wait_until(lambda: len([o for o in mirror.outcomes if "folder is gone" in o.detail]) == 3)
+        assert sdk_view(pg) == stored
+        folder.with_name("unmounted").rename(folder)
