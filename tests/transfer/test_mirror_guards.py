@@ -83,7 +83,8 @@ def redis_keys(url: str) -> dict[bytes, Any]:
             if kind == b"list":
                 found[key] = client.lrange(key, 0, -1)
             elif kind == b"hash":
-                found[key] = {k: v for k, v in client.hgetall(key).items() if not k.endswith(b"_at")}
+                fields: dict[bytes, bytes] = client.hgetall(key)  # type: ignore[assignment]
+                found[key] = {k: v for k, v in fields.items() if not k.endswith(b"_at")}
             else:
                 found[key] = client.get(key)
         return found
