@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
+from .. import MalformedLineError
 from ..render.sizes import human_size
 from ..render.terminal_text import printable
 from ..session.folder import utc_seconds
@@ -32,9 +33,11 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-
 if TYPE_CHECKING:
     import argparse
     from datetime import datetime
+    from pathlib import Path
     from typing import Any
 
     from ..session.folder import SessionInfo
+    from ..session.store import JSONLSession
 
 TITLE_WIDTH = 40
 
@@ -142,12 +145,17 @@ def cmd_show(args: argparse.Namespace) -> int:
         if header is not None:
             print(header)
     first = 1
-    if args.n is None:
-        timed = session.get_items_with_times_sync()
-    else:  # only the newest n are read: `show -n 1` of a 300 MB session peaked near 800 MB
-        total = session.count_items_sync()
-        timed = session.get_items_with_times_sync(limit=args.n) if args.n else []
-        first = max(1, total - len(timed) + 1)
+    try:
+        if args.n is None:
+            timed = session.get_items_with_times_sync()
+        else:  # only the newest n are read: `show -n 1` of a 300 MB session peaked near 800 MB
+            total = session.count_items_sync()
+            timed = session.get_items_with_times_sync(limit=args.n) if args.n else []
+            first = max(1, total - len(timed) + 1)
+    except MalformedLineError:
+        if args.json:  # JSON Lines cannot carry a line that is not an item: the error stands
+            raise
+        return _show_leniently(args, session, numbered=True)
     if args.json or all(when is None for _, when in timed):
         print_items(args, [item for item, _ in timed], first=first)
     else:
@@ -199,13 +207,7 @@ def _show_document(args: argparse.Namespace) -> int:
         else:
             out.flush()
     if bad:
-        shown = ", ".join(map(str, first_bad)) + (", ..." if bad > 5 else "")
-        print(
-            f"{PROG}: warning: {path}: {bad} unreadable line{plural(bad)} shown as "
-            f"{'it is' if bad == 1 else 'they are'} "
-            f"(line {shown}); `{PROG} check` says why",
-            file=sys.stderr,
-        )
+        unreadable_warning(path, bad, first_bad)
     if args.output:
         print(f"{args.id}: wrote {args.output} ({count} item{plural(count)})", file=sys.stderr)
     return 0
@@ -219,8 +221,69 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
         return follow(args, open_session(args, args.id))
     session = existing(args, args.id)
-    print_items(args, session.get_items_sync(limit=args.n))
+    try:
+        items = session.get_items_sync(limit=args.n)
+    except MalformedLineError:
+        if args.json:
+            raise
+        return _show_leniently(args, session, numbered=False)
+    print_items(args, items)
     return 0
+
+
+def _show_leniently(args: argparse.Namespace, session: JSONLSession, *, numbered: bool) -> int:
+    """``show``/``tail`` of a file with bad lines: the items by line number, each bad line flagged.
+
+    As ``show --html`` and ``textconv`` show them; the warning names ``check``, and conflict
+    markers get its advice (resolve the merge).
+    """
+    from ..render.file_io import lines_leniently
+    from ..render.item_text import render
+    from ..tools.conflicts import ADVICE, is_marker
+    from .output import style_for
+
+    lines = lines_leniently(session.path, lock_timeout=args.lock_timeout)
+    if args.n is not None:
+        lines = lines[-args.n :] if args.n else []
+    style = style_for(sys.stdout)
+    markers: list[int] = []
+    bad: list[int] = []
+    for line in lines:
+        if line.item is not None:
+            print(render(line.item, number=line.number if numbered else None, style=style))
+            continue
+        marker = is_marker(line.raw)
+        (markers if marker else bad).append(line.number)
+        reason = "git merge conflict marker" if marker else line.reason
+        raw = printable(line.raw[:SHOWN_BYTES].decode("utf-8", "replace"))
+        where = f"{line.number:>4}  ! " if numbered else f"! line {line.number}: "
+        print(style.dim(f"{where}unreadable line ({reason}): {raw}"))
+    if markers:
+        note(
+            f"{PROG}: warning: {session.path}: git merge conflict markers (line "
+            f"{_numbers(markers)}): {ADVICE}; `{PROG} check` lists them"
+        )
+    if bad:
+        unreadable_warning(session.path, len(bad), bad[:5])
+    return 0
+
+
+SHOWN_BYTES = 200
+"""How much of a bad line ``show`` prints (``check`` prints the reason; the file has the rest)."""
+
+
+def _numbers(numbers: list[int], total: int | None = None) -> str:
+    """The first five line numbers, and ``...`` if there are more (``total``: how many in all)."""
+    more = (len(numbers) if total is None else total) > min(5, len(numbers))
+    return ", ".join(map(str, numbers[:5])) + (", ..." if more else "")
+
+
+def unreadable_warning(path: Path | str, count: int, first: list[int]) -> None:
+    """The one warning for bad lines shown as they are: how many, where, and that ``check`` says why."""
+    note(
+        f"{PROG}: warning: {path}: {count} unreadable line{plural(count)} shown as "
+        f"{'it is' if count == 1 else 'they are'} (line {_numbers(first, count)}); `{PROG} check` says why"
+    )
 
 
 def cmd_add(args: argparse.Namespace) -> int:

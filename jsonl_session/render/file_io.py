@@ -40,9 +40,11 @@ from .views import (
     newest_views,
     read_file,
     safe,
+    scan_lines,
     views_of_lines,
     views_of_scans,
 )
+from .views import _reason as bad_reason
 
 COPY_PIECE = 1024 * 1024
 """Bytes copied at a time from a session to the temporary copy ``show --html`` renders from."""
@@ -84,6 +86,36 @@ def read_views(
     data = read_file(path, lock_timeout=lock_timeout)
     views = views_of_lines(data)
     return Views(Path(path), views, len(views), len(data))
+
+
+@dataclass(frozen=True)
+class Line:
+    """One non-blank line of a session file: its item, or why it is not one (``reason``)."""
+
+    number: int
+    item: dict[str, Any] | None
+    raw: bytes
+    reason: str | None
+
+
+def lines_leniently(
+    path: str | os.PathLike[str], *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> list[Line]:
+    """Every non-blank line of the file, a bad one with its reason instead of an error.
+
+    For ``show`` and ``tail`` once the strict read refused the file: they show what can be read
+    and flag the rest, as the HTML page does.
+    """
+    data = read_file(path, lock_timeout=lock_timeout)
+    last = data.count(b"\n") + 1  # the line after the last newline: a torn tail if not an item
+    return [
+        Line(number, item, raw, None)
+        if item is not None
+        else Line(
+            number, None, raw, "incomplete last line (torn tail)" if number == last else bad_reason(raw)
+        )
+        for number, item, raw in scan_lines(data)
+    ]
 
 
 def session_html(

@@ -226,7 +226,9 @@ def test_errors_are_one_line_with_meaningful_exit_codes(sessions_dir: Path) -> N
     assert run(None, "frobnicate").code == 2
 
     write_lines(sessions_dir / "bad.jsonl", ['{"role":"user","content":"a"}', '{"role": oops}'])
-    broken = run(sessions_dir, "show", "bad")
+    broken = run(
+        sessions_dir, "show", "bad", "--json"
+    )  # as text it is shown, flagged (test_cli_bad_lines.py)
     assert broken.code == 1
     assert broken.err.startswith(f"jsonl-session: error: {sessions_dir / 'bad.jsonl'}:2: not valid JSON")
     assert broken.err.count("\n") == 1 and "Traceback" not in broken.err
