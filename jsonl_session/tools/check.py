@@ -39,6 +39,7 @@ from typing import Any
 from ..core import codec, reads, scanner, storage, temp_files
 from ..core.errors import LockTimeout, SessionFileError, TornTailWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
+from ..core.names import DROPPED
 from ..core.transaction import Transaction
 from ..history import replay_rules
 from ..history.replay_rules import ReplayLint
@@ -236,7 +237,8 @@ def _fix_for_replay(path: Path, problems: list[Problem], lock_timeout: float) ->
     dropped = drop_fixable(path, awaiting=_awaiting_approval(path), lock_timeout=lock_timeout)
     gone = {problem.line for problem in dropped}
     kept = [seen for seen in problems if seen.line not in gone]
-    return [*kept, *(Problem(path, drop.line, f"{drop.reason}; dropped", True, True) for drop in dropped)]
+    where = f"; dropped; kept in {path.name}{DROPPED}"
+    return [*kept, *(Problem(path, drop.line, drop.reason + where, True, True) for drop in dropped)]
 
 
 def _lineage_problems(path: Path, lock_timeout: float) -> list[Problem]:

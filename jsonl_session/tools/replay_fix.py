@@ -7,6 +7,11 @@ without its output (the SDK may still be running the tool; inventing an output i
 an output without its call (it holds the tool's only copy of its result), an unanswered
 approval, a duplicate id whose copies differ.
 
+Nothing dropped is lost: each dropped item is appended first, with its line number, why and
+when, to ``<file>.jsonl.dropped`` (JSON Lines, append-only, fsynced before the rewrite renames
+the session, as torn tails go to ``.torn``): a crash in between leaves a copy in both places,
+never in neither. ``rm`` removes the sidecar with the session, ``prune`` archives it.
+
 The lint runs again inside the session's locked rewrite (``LockedOperations.rewriting``): a
 writer that appended after ``check`` read the file is waited for, its items are linted and
 kept, and line numbers are those of the file as it is under the lock.
@@ -18,9 +23,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..core import scanner
+from ..core import scanner, sidecar_files
 from ..core.errors import MalformedLineError
 from ..core.locking import MISSING
+from ..core.names import DROPPED
+from ..history.lineage import now
 from ..history.replay_rules import ReplayProblem, replay_problems
 from ..session.folder import id_for
 from ..session.store import JSONLSession
@@ -55,9 +62,31 @@ def drop_fixable(path: Path, *, awaiting: Iterable[Any] = (), lock_timeout: floa
                 dropped = [problem for problem in replay_problems(numbered, awaiting) if problem.fixable]
                 gone = {problem.line for problem in dropped}
                 if gone:
+                    _keep_dropped(path, numbered, dropped, lock_timeout)
                     draft.items = [item for number, item in numbered if number not in gone]
     except MalformedLineError:
         return []
     finally:
         session.close()
     return dropped
+
+
+def dropped_path(path: Path) -> Path:
+    """``<file>.jsonl.dropped``: where ``check --fix`` keeps what it drops."""
+    return sidecar_files.sidecar(path, DROPPED)
+
+
+def _keep_dropped(
+    path: Path, numbered: list[tuple[int, Any]], dropped: list[ReplayProblem], lock_timeout: float
+) -> None:
+    """Append each dropped item, durably, to the ``.dropped`` sidecar (under the session's lock)."""
+    items = dict(numbered)
+    when = now()
+    for problem in dropped:
+        record = {
+            "dropped_at": when,
+            "item": items[problem.line],
+            "line": problem.line,
+            "reason": problem.reason,
+        }
+        sidecar_files.append_line(dropped_path(path), record, durable=True, timeout=lock_timeout)

@@ -391,3 +391,45 @@ def test_check_fix_keeps_the_times_of_the_items_it_keeps(sessions_dir: Path) -> 
     assert [when for _, when in kept] == [
         datetime.fromtimestamp(days[n] / 1000, timezone.utc) for n in (0, 2, 3)
     ]
+
+
+def test_check_fix_keeps_what_it_drops_in_the_dropped_sidecar_which_rm_removes_and_prune_archives(
+    sessions_dir: Path,
+) -> None:
+    """An orphaned reasoning item (its summary, its encrypted content) is the model's only record
+    of that thinking: ``check --fix`` moves it to ``<file>.jsonl.dropped``, as torn tails go to
+    ``.torn``, never just deletes it."""
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "The refund left on Monday."}],
+        "encrypted_content": "gAAAAB" + "x" * 64,
+    }
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync([json.loads(USER), reasoning, json.loads(USER)])
+    fixed = run(sessions_dir, "check", "--fix")
+    dropped = sessions_dir / "s.jsonl.dropped"
+    assert fixed.code == 0 and f"dropped; kept in {dropped.name}" in fixed.out
+    [record] = [json.loads(line) for line in dropped.read_bytes().splitlines()]
+    assert (record["line"], record["item"]) == (2, reasoning)
+    assert record["reason"].startswith("reasoning 'rs_1' is not followed")
+    assert record["dropped_at"].endswith("Z") and dropped.stat().st_mode & 0o777 == 0o600
+    assert [item.get("type") for item in session.get_items_sync()] == [None, None]
+
+    # append-only: a second drop adds its line, the first stays
+    session.add_items_sync([{**reasoning, "id": "rs_2"}])
+    assert run(sessions_dir, "check", "--fix").code == 0
+    assert [json.loads(line)["item"]["id"] for line in dropped.read_bytes().splitlines()] == ["rs_1", "rs_2"]
+    assert run(sessions_dir, "check").code == 0  # the sidecar is not a problem
+
+    # prune archives it with the session, restore brings it back, rm removes it
+    old = 1_577_836_800  # 2020
+    for written in (session.path, session.path.with_name("s.jsonl.times"), dropped):
+        os.utime(written, (old, old))
+    kept = dropped.read_bytes()
+    assert run(sessions_dir, "prune", "--older-than", "30d", "--yes").code == 0
+    assert not dropped.exists() and not session.path.exists()
+    assert run(sessions_dir, "restore", "s").code == 0
+    assert dropped.read_bytes() == kept
+    assert run(sessions_dir, "rm", "s", "--yes").code == 0
+    assert not dropped.exists()

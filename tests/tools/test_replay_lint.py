@@ -173,7 +173,7 @@ def test_fix_drops_only_what_needs_no_decision_and_reports_the_rest(sessions_dir
         (7, False),
         (8, False),
     ]
-    assert problems[0].reason.endswith("; dropped")
+    assert problems[0].reason.endswith("; dropped; kept in s.jsonl.dropped")
     kept = [json.loads(line) for line in path.read_text().splitlines()]
     assert kept == [USER, USER, ANSWER, CALL, REQUEST, {**OUTPUT, "call_id": "c9"}]
     assert [problem.fixed for problem in check_file(path, fix=True)] == [False, False, False]
@@ -188,7 +188,7 @@ def test_fix_reports_nothing_left_on_a_line_it_dropped(sessions_dir: Path) -> No
     assert [(line, fixable) for line, _, fixable in found(path)] == [(4, False), (4, True)]
     problems = check_file(path, fix=True)
     assert [(problem.line, problem.fixed) for problem in problems] == [(4, True)]
-    assert problems[0].fixable and problems[0].reason.endswith("; dropped")
+    assert problems[0].fixable and problems[0].reason.endswith("; dropped; kept in s.jsonl.dropped")
     assert [json.loads(line) for line in path.read_text().splitlines()] == [USER, REASONING, ANSWER]
     assert check_file(path) == []
     write(sessions_dir, [USER, REASONING, ANSWER, later], name="c")
@@ -217,7 +217,7 @@ def test_cli_check_names_the_lines_and_fix_prints_each_change(sessions_dir: Path
     fixed = run(sessions_dir, "check", "c", "--fix")
     assert fixed.code == 0, fixed.err
     assert fixed.out.startswith(f"fixed: {sessions_dir / 'c.jsonl'}:2: reasoning 'rs_1'")
-    assert fixed.out.rstrip().endswith("; dropped")
+    assert fixed.out.rstrip().endswith("; dropped; kept in c.jsonl.dropped")
     assert "1 problem, 1 fixed" in fixed.err
     assert run(sessions_dir, "check").code == 0
 
