@@ -130,6 +130,7 @@ class ViewerServer(ThreadingHTTPServer):
         self._slots = threading.BoundedSemaphore(self.budget)
         self._heads: dict[socket.socket, float] = {}  # connection -> when its headers are due
         self._closed = self._trimmed = 0  # connections closed in all; how many when the heaps were trimmed
+        self._holding: set[Any] = set()  # connections holding a slot
         self._heads_lock = threading.Lock()
 
     # -- the connection cap ------------------------------------------------------------------
@@ -158,12 +159,16 @@ class ViewerServer(ThreadingHTTPServer):
                 pass
             self.shutdown_request(request)
             return
+        with self._heads_lock:
+            self._holding.add(request)
         self.expect_head(request)
         try:
             super().process_request(request, client_address)
         except BaseException:
+            # The handler's thread may have started, even finished, before this (Ctrl-C lands
+            # anywhere): whichever of the two gets here first gives the slot back.
             self.head_done(request)
-            self._slots.release()
+            self._release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
@@ -173,7 +178,15 @@ class ViewerServer(ThreadingHTTPServer):
             self.head_done(request)
             with self._heads_lock:
                 self._closed += 1
-            self._slots.release()
+            self._release(request)
+
+    def _release(self, request: Any) -> None:
+        """Give ``request``'s slot back, once."""
+        with self._heads_lock:
+            if request not in self._holding:
+                return
+            self._holding.discard(request)
+        self._slots.release()
 
     # -- the deadline for a request's head ---------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -275,3 +276,43 @@ def test_a_full_connection_budget_of_half_sent_requests_does_not_keep_a_real_req
     for sock in idle:
         sock.close()
     assert server.get("/")[0] == 200
+
+
+def test_an_interruption_just_after_a_handler_started_releases_its_slot_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C landing in the accept loop right after a handler thread started: the cleanup there
+    # released the connection's slot again after the handler had (a ValueError from the
+    # semaphore, a traceback on stop; seen in tests/serve/test_serve.py's Ctrl-C test).
+    import socketserver
+
+    finished = threading.Event()
+    errors: list[BaseException] = []
+    start_thread = socketserver.ThreadingMixIn.process_request
+    handle = ViewerServer.process_request_thread
+
+    def handled(self: ViewerServer, request: Any, address: Any) -> None:
+        handle(self, request, address)
+        finished.set()
+
+    def started_then_interrupted(self: Any, request: Any, address: Any) -> None:
+        start_thread(self, request, address)
+        assert finished.wait(10)  # the handler is done and has given its slot back
+        raise RuntimeError("interrupted just after the handler thread started")
+
+    monkeypatch.setattr(ViewerServer, "process_request_thread", handled)
+    monkeypatch.setattr(socketserver.ThreadingMixIn, "process_request", started_then_interrupted)
+    with running(tmp_path, Limits(connections=4)) as server:
+
+        def record(request: Any, address: Any) -> None:
+            error = sys.exc_info()[1]
+            assert error is not None
+            errors.append(error)
+
+        monkeypatch.setattr(server, "handle_error", record)
+        assert get(server, "/")[0] == 200
+        finished.wait(10)
+        monkeypatch.setattr(socketserver.ThreadingMixIn, "process_request", start_thread)
+        for _ in range(4):  # every slot is still there, once each
+            assert get(server, "/")[0] == 200
+    assert [type(error) for error in errors] == [RuntimeError], errors
