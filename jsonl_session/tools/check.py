@@ -151,11 +151,20 @@ def stray_temp_problems(directory: str | Path, *, fix: bool = False) -> list[Pro
 
 
 def sidecar_problems(sidecars: list[tuple[Path, str]], *, fix: bool) -> list[Problem]:
-    """A problem for each sidecar of a gone session (see ``leftovers``); removed with ``fix``."""
+    """A problem for each sidecar of a gone session (see ``leftovers``); removed with ``fix``.
+
+    Except ``.dropped``: it holds what ``check --fix`` dropped, whose only copy it may be, so a
+    person decides (``rm`` of the session removes it with the rest).
+    """
     problems = []
     for path, kind in sidecars:
         session = path.name[: -len(kind) - 1]
         reason = f"{kind} sidecar left behind: its session {session} no longer exists"
+        if "." + kind == DROPPED:
+            problems.append(
+                Problem(path, None, reason + "; it holds what `check --fix` dropped, `check --fix` leaves it")
+            )
+            continue
         try:
             if fix:
                 os.unlink(path)

@@ -433,3 +433,20 @@ def test_check_fix_keeps_what_it_drops_in_the_dropped_sidecar_which_rm_removes_a
     assert dropped.read_bytes() == kept
     assert run(sessions_dir, "rm", "s", "--yes").code == 0
     assert not dropped.exists()
+
+
+def test_a_dropped_sidecar_left_by_a_session_deleted_by_hand_is_named_and_never_removed(
+    sessions_dir: Path,
+) -> None:
+    """``check --fix`` removes a gone session's other sidecars, but not the copies it made itself."""
+    session = JSONLSession("s", sessions_dir)
+    session.add_items_sync([json.loads(USER), {"type": "reasoning", "id": "rs_1", "summary": []}])
+    assert run(sessions_dir, "check", "--fix").code == 0
+    dropped = sessions_dir / "s.jsonl.dropped"
+    kept = dropped.read_bytes()
+    session.path.unlink()  # by hand, not `rm`
+    result = run(sessions_dir, "check", "--fix")
+    assert result.code == 1
+    assert f"{dropped}: dropped sidecar left behind: its session s.jsonl no longer exists; " in result.out
+    assert "`check --fix` leaves it" in result.out and dropped.read_bytes() == kept
+    assert not (sessions_dir / "s.jsonl.times").exists()  # the others go
