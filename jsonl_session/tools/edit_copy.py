@@ -152,20 +152,26 @@ def edit_copy(session: JSONLSession) -> Iterator[EditCopy]:
 
 
 def new_unanswered_calls(before: list[Any], after: list[Any]) -> list[str]:
-    """Tool calls left without their output by an edit (unanswered after, answered or absent before).
+    """Tool-call pairs an edit broke, either way: a call left without its output, an output without its call.
+
+    Only pairs that were whole before (or absent) count: an edit is not blamed for what it found.
 
     Example:
         >>> call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
-        >>> new_unanswered_calls([call, {"type": "function_call_output", "call_id": "c1"}], [call])
+        >>> output = {"type": "function_call_output", "call_id": "c1"}
+        >>> new_unanswered_calls([call, output], [call])
         ["function_call 'c1' (f) has no function_call_output"]
+        >>> new_unanswered_calls([call, output], [output])
+        ["function_call_output 'c1' has no function_call"]
     """
-    already = set(_unanswered(before))
-    return [text for key, text in _unanswered(after).items() if key not in already]
+    already = set(_broken_pairs(before))
+    return [text for key, text in _broken_pairs(after).items() if key not in already]
 
 
-def _unanswered(items: list[Any]) -> dict[tuple[str, str], str]:
+def _broken_pairs(items: list[Any]) -> dict[tuple[str, str], str]:
+    """``(call type, call_id)`` -> what is wrong: a call without its answer, an answer without its call."""
     calls: dict[tuple[str, str], str] = {}
-    answered = set()
+    answers: dict[tuple[str, str], str] = {}  # keyed by the type of the call they answer
     for item in items:
         kind, call_id = item.get("type"), item.get("call_id")
         if not isinstance(kind, str) or not isinstance(call_id, str):
@@ -174,8 +180,12 @@ def _unanswered(items: list[Any]) -> dict[tuple[str, str], str]:
             name = f" ({item['name']})" if isinstance(item.get("name"), str) else ""
             calls[(kind, call_id)] = f"{kind} {call_id!r}{name} has no {CALL_PAIRS[kind]}"
         elif kind in _ANSWER_OF:
-            answered.add((_ANSWER_OF[kind], call_id))
-    return {key: text for key, text in calls.items() if key not in answered}
+            answers.setdefault((_ANSWER_OF[kind], call_id), f"{kind} {call_id!r} has no {_ANSWER_OF[kind]}")
+    broken = {key: text for key, text in calls.items() if key not in answers}
+    broken.update(
+        {(kind, call_id): text for (kind, call_id), text in answers.items() if (kind, call_id) not in calls}
+    )
+    return broken
 
 
 def _snapshot(session: JSONLSession) -> bytes:

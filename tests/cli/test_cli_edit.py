@@ -100,3 +100,29 @@ def test_check_secrets_reports_masked_findings_and_redact_replaces_them(sessions
     assert redacted.out == f"{session.path}:2: openai-key: sk-pro… (56 chars) -> [REDACTED:openai-key]\n"
     assert session.get_items_sync()[1] == {"role": "user", "content": "my key is [REDACTED:openai-key]"}
     assert run(sessions_dir, "check", "--secrets", "leaky").code == 0
+
+
+CALL = {"type": "function_call", "name": "get_weather", "arguments": "{}", "call_id": "call_1"}
+OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "Sunny"}
+
+
+def test_edit_warns_when_it_leaves_either_half_of_a_tool_call_pair(
+    tmp_path: Path, sessions_dir: Path
+) -> None:
+    session = JSONLSession("c", sessions_dir)
+    session.add_items_sync([ITEMS[0], CALL, OUTPUT, ITEMS[1]])
+    before = session.path.read_bytes()
+    for dropped, warning in (
+        (1, "function_call_output 'call_1' has no function_call"),
+        (2, "function_call 'call_1' (get_weather) has no function_call_output"),
+    ):
+        env = editor(
+            tmp_path,
+            f"lines = path.read_text().splitlines()\ndel lines[{dropped}]\n"
+            "path.write_text('\\n'.join(lines) + '\\n')\n",
+        )
+        # stdin at its end: "save anyway?" and "edit again?" are answered no
+        result = run(sessions_dir, "edit", "c", env=env)
+        assert result.code == 1, result
+        assert f"jsonl-session: warning: {warning} (the model API rejects such a history)\n" in result.err
+        assert session.path.read_bytes() == before
