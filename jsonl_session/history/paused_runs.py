@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import sidecar_files
-from ..core.errors import SessionFileError
+from ..core.errors import JSONLSessionError, SessionFileError
 from .lineage import now
 
 
@@ -124,6 +124,21 @@ def info(session_path: Path) -> PausedRun | None:
     if not isinstance(held, int) or isinstance(held, bool) or held < 0:
         held = held_of(envelope["state"])  # saved before the count was kept beside the state
     return PausedRun(str(envelope.get("saved_at")), pending if isinstance(pending, list) else [], held)
+
+
+def held_items(session_path: Path) -> int:
+    """How many items a paused run holds back from the history: 0 when none waits or its file
+    cannot be read (a listing says what it can; ``check`` names a broken ``.run``)."""
+    try:
+        paused = info(session_path)
+    except (OSError, JSONLSessionError):
+        return 0
+    return 0 if paused is None else paused.held
+
+
+def held_note(held: int) -> str:
+    """How listings say it: ``1 item held back`` (empty for none)."""
+    return f"{held} item{'' if held == 1 else 's'} held back" if held else ""
 
 
 def clear(session_path: Path, *, durable: bool) -> bool:

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import cli_env
 
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, SessionDirectory
+from jsonl_session.serve.rows import index_row
 
 agents = pytest.importorskip("agents")
 pytest.importorskip("agents.testing")
@@ -30,7 +31,8 @@ import asyncio, sys
 from agents import (Agent, GuardrailFunctionOutput, Runner, StopAtTools, function_tool,
                     output_guardrail, set_tracing_disabled)
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, SessionDirectory
+from jsonl_session.serve.rows import index_row
 
 set_tracing_disabled(True)
 
@@ -117,6 +119,9 @@ def test_a_held_turn_paused_in_one_process_is_written_once_by_another(tmp_path: 
         env=cli_env(),
     )
     assert check.returncode == 0, check.stdout + check.stderr  # a pause is not a broken history
+    (listed,) = SessionDirectory(tmp_path).list()
+    row = index_row(listed, lock_timeout=5)  # the viewer's index (and /api/sessions)
+    assert row["held"] == 1 and row["notes"] == ["paused run, 1 item held back"]
 
     assert run("resume", tmp_path) == "Refunded."
     assert shape(session) == [
