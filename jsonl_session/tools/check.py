@@ -105,14 +105,17 @@ def check_file(
             problems.extend(leftover_problems(temp_files.temp_files_of(path), fix=fix))
             problems.extend(kept_edit_problems(leftovers.kept_edits(path.parent, of=path)))
     except SessionFileError as exc:  # a symlink or FIFO where a session file belongs
-        return [Problem(path, None, exc.message)]
+        what = leftovers.not_a_file(path)
+        if what is None or what == "a symlink":  # the message says so already, and why
+            return [Problem(path, None, exc.message)]
+        return [Problem(path, None, f"is {what}, not a session file")]
     except LockTimeout as exc:  # one busy file must not stop a folder's check
         return [
             Problem(
                 path, None, f"not checked: lock not acquired within {exc.timeout:g}s (a writer or an edit)"
             )
         ]
-    except OSError as exc:  # e.g. no permission to read it
+    except OSError as exc:  # e.g. no permission to read it, a folder ("Is a directory")
         return [Problem(path, None, f"not checked: {exc.strerror or exc}")]
     if torn is not None:
         problems.append(torn)

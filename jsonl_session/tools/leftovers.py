@@ -6,7 +6,8 @@
   ``<file>.jsonl`` no longer exists, because someone removed the session with ``rm``
   (``SessionDirectory.delete`` removes them with it). A session the library creates anew
   never inherits them (``core.safe_open.forget_previous_owner``), and ``check --fix``
-  removes them, except a ``.dropped``: what ``check --fix`` dropped, named and kept; ``.torn`` is not one: it holds bytes nobody has looked at, and ``rm`` keeps it;
+  removes them, except a ``.dropped``: what ``check --fix`` dropped, named and kept.
+  ``.torn`` is not one: it holds bytes nobody has looked at, and ``rm`` keeps it;
 * *not files*: something named like a session that is not a regular file (a FIFO, a folder,
   a socket, a symlink): no command reads it (a FIFO would block the reader), and each says what
   it is rather than "no such file" (:func:`not_a_file`);

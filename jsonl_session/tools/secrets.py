@@ -146,7 +146,10 @@ def _open_regular(path: Path) -> BinaryIO:
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise UnsafePathError(path, "is not a regular file; refusing to read it as a session")
+        from .leftovers import not_a_file
+
+        what = not_a_file(path) or "not a regular file"  # a FIFO is never read: it could block
+        raise UnsafePathError(path, f"is {what}, not a session file; refusing to read it as a session")
     return os.fdopen(fd, "rb")
 
 

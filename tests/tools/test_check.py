@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -450,3 +451,18 @@ def test_a_dropped_sidecar_left_by_a_session_deleted_by_hand_is_named_and_never_
     assert f"{dropped}: dropped sidecar left behind: its session s.jsonl no longer exists; " in result.out
     assert "`check --fix` leaves it" in result.out and dropped.read_bytes() == kept
     assert not (sessions_dir / "s.jsonl.times").exists()  # the others go
+
+
+def test_the_library_names_a_fifo_or_folder_in_a_sessions_place_too(sessions_dir: Path) -> None:
+    from jsonl_session import UnsafePathError
+    from jsonl_session.tools.secrets import scan_file
+
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(sessions_dir / "pipe.jsonl")
+    (sessions_dir / "dir.jsonl").mkdir()
+    reasons = {"pipe": "is a FIFO (named pipe), not a session file", "dir": "not checked: Is a directory"}
+    for name, what in (("pipe", "a FIFO (named pipe)"), ("dir", "a directory")):
+        path = sessions_dir / f"{name}.jsonl"
+        assert [problem.reason for problem in check_file(path)] == [reasons[name]]
+        with pytest.raises(UnsafePathError, match=re.escape(f"is {what}, not a session file")):
+            scan_file(path)
