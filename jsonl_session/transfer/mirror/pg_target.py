@@ -1,4 +1,4 @@
-"""The mirror's PostgreSQL fast path: the same transaction as ``mirror_sql``, in asyncpg's own calls.
+"""The mirror's PostgreSQL fast path: the same transaction as ``sql_target``, in asyncpg's own calls.
 
 A live mirror writes one transaction per change, a hundred a second for 20 busy conversations;
 through SQLAlchemy's statement layer each of its six statements cost a few hundred microseconds
@@ -7,7 +7,7 @@ the statements go straight to the asyncpg connection under SQLAlchemy's pool (it
 ``driver_connection``). The count is a statement of its own *after* the row lock is granted:
 in one statement with the lock it would be read from the snapshot taken before the wait, and
 rows another writer committed meanwhile would be counted out (and then written again). The rows, the order and
-the locks are exactly those of :class:`~jsonl_session.transfer.mirror_sql.SqlTarget` (read its
+the locks are exactly those of :class:`~jsonl_session.transfer.mirror.sql_target.SqlTarget` (read its
 docstring): the session's ``agent_sessions`` row locked ``FOR UPDATE``, the stored rows read
 inside the transaction, the smallest difference applied, ``updated_at`` touched.
 """

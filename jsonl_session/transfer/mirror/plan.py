@@ -1,6 +1,6 @@
 """What a mirror writes: the smallest difference between a session's file and its database copy.
 
-Pure functions, no I/O: the SQL and Redis targets (``mirror_sql``, ``mirror_redis``) read the
+Pure functions, no I/O: the SQL and Redis targets (``sql_target``, ``redis_target``) read the
 stored rows inside their transaction and ask :func:`plan` what to remove and what to append.
 
 Items are compared *by content*, as the Agents SDK stores them: both of its stores write

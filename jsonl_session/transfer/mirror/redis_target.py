@@ -15,7 +15,7 @@ An id whose keys are another session's (``a:messages``) is refused before any of
 A Redis server that restarts may come back empty (no persistence) or older (a snapshot), and
 the client reconnects by itself, so the mirror would not notice from errors alone. The server's
 ``run_id`` changes at every start: :meth:`RedisTarget.check` compares it, and the mirror catches
-up on every session when it changed (:class:`~jsonl_session.transfer.mirror_targets.DatabaseReset`).
+up on every session when it changed (:class:`~jsonl_session.transfer.mirror.plan.DatabaseReset`).
 
 A Redis Cluster is refused: the SDK's ``RedisSession`` cannot write to one (its writes are
 ``MULTI``/``EXEC`` transactions on one server), and neither can a mirror.

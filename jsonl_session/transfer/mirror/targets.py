@@ -1,6 +1,6 @@
 """The database a mirror keeps equal to a folder: opened by URL, and what it can do.
 
-A target (``mirror_sql.SqlTarget``, ``mirror_redis.RedisTarget``) has four operations, each
+A target (``sql_target.SqlTarget``, ``redis_target.RedisTarget``) has four operations, each
 one transaction: ``sync`` (compare one session with the file's items and apply the smallest
 difference), ``remove`` (delete one session), ``listing`` (the ids stored) and ``check`` (did
 the server lose what it held?). It records nothing outside the database: what the mirror
