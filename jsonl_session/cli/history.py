@@ -52,15 +52,23 @@ def show_turns(args: argparse.Namespace, session: Any) -> int:
     """One line per turn: number, item range, when it ran and what it cost (if recorded), its bytes,
     the context so far, its largest tool output, the question; exit 1 if it outgrew ``--context-window``."""
     from ..history.turn_growth import read_growth
+    from ..history.turns import split_turns
 
-    turns = session.turns()
+    timed = session.get_items_with_times_sync()  # the items, and when each was added (.times)
+    turns = split_turns([item for item, _ in timed])
     usage = {entry["user_turn_number"]: entry for entry in session.get_turn_usage_sync()}
     growth = read_growth(session.path, lock_timeout=session.lock_timeout)
     grown = {turn.index: turn for turn in growth.turns}
     if args.n is not None:
         turns = turns[-args.n :] if args.n else []
+    if turns and not args.json:
+        print(
+            f"{'TURN':>4}  {'ITEMS':<15} {'WHEN (UTC)':<19}  {'TOKENS':>10}  {'BYTES':>9}  {'CONTEXT':<17}  "
+            f"{'LARGEST TOOL OUTPUT':<28}  QUESTION"
+        )
     for turn in turns:
         entry = usage.get(turn.index, {})
+        started = timed[turn.start][1] if turn.start < len(timed) else None
         if args.json:
             print_json(
                 {
@@ -70,12 +78,15 @@ def show_turns(args: argparse.Namespace, session: Any) -> int:
                     "items": turn.items,
                     "text": turn.text,
                     "at": entry.get("at"),
+                    "started": None if started is None else f"{started:%Y-%m-%dT%H:%M:%S}Z",
                     "total_tokens": entry.get("total_tokens"),
                     **_growth_fields(grown.get(turn.index)),
                 }
             )
             continue
         when = entry.get("at", "").replace("T", " ").rstrip("Z")
+        if not when and started is not None:  # no run recorded: when its first item was added
+            when = f"{started:%Y-%m-%d %H:%M:%S}"
         tokens = f"{entry['total_tokens']} tok" if entry else ""
         span = f"{turn.start + 1}-{turn.end}"
         size = _growth_columns(grown[turn.index]) if turn.index in grown else ""

@@ -6,6 +6,7 @@ one to answer name ``--yes``; a lock timeout names the option that raises it; ``
 
 from __future__ import annotations
 
+import json
 from importlib.metadata import version
 from pathlib import Path
 
@@ -71,3 +72,27 @@ def test_a_grep_snippet_that_fits_is_not_cut(sessions_dir: Path) -> None:
     JSONLSession("t", sessions_dir).add_items_sync([{"role": "user", "content": longer}])
     cut = run(sessions_dir, "grep", "refund", "t").out
     assert cut.startswith("t:1: user: …") and cut.rstrip("\n").endswith("…") and "refund" in cut
+
+
+def test_show_turns_names_its_columns_and_shows_when_each_turn_started(sessions_dir: Path) -> None:
+    session = chat(sessions_dir)
+    session.add_items_sync([{"role": "user", "content": "again"}, {"role": "assistant", "content": "ok"}])
+    started = [when for _, when in session.get_items_with_times_sync()]
+    assert started[0] is not None and started[2] is not None
+    lines = run(sessions_dir, "show", "chat", "--turns").out.splitlines()
+    assert lines[0].split() == ["TURN", "ITEMS", "WHEN", "(UTC)", "TOKENS", "BYTES", "CONTEXT"] + [
+        "LARGEST",
+        "TOOL",
+        "OUTPUT",
+        "QUESTION",
+    ]
+    assert lines[1].startswith(f"   1  items 1-2       {started[0]:%Y-%m-%d %H:%M:%S}  "), lines
+    assert lines[2].startswith(f"   2  items 3-4       {started[2]:%Y-%m-%d %H:%M:%S}  "), lines
+    assert lines[0].index("QUESTION") == lines[1].index("hello") == lines[2].index("again")
+    records = [
+        json.loads(line) for line in run(sessions_dir, "show", "chat", "--turns", "--json").out.splitlines()
+    ]
+    assert [record["started"] for record in records] == [
+        f"{started[0]:%Y-%m-%dT%H:%M:%S}Z",
+        f"{started[2]:%Y-%m-%dT%H:%M:%S}Z",
+    ]

@@ -82,7 +82,7 @@ def test_show_turns_prints_bytes_context_and_largest_output(sessions_dir: Path) 
     growth = read_growth(session.path)
     shown = run(sessions_dir, "show", "weather", "--turns")
     assert shown.code == 0, shown.err
-    rows = shown.out.splitlines()
+    rows = shown.out.splitlines()[1:]  # under the header naming the columns
     assert [row.split()[:3] for row in rows] == [["1", "items", "1-4"], ["2", "items", "5-8"]]
     assert f"~{growth.turns[0].context_tokens:,} tok" in rows[0] and "get_weather" in rows[0]
     assert rows[1].endswith("Weather in Oslo?")

@@ -168,7 +168,7 @@ def test_fork_at_turn_copies_whole_turns(three_turns: JSONLSession, sessions_dir
 def test_cli_show_turns_rewind_and_fork_at_turn(three_turns: JSONLSession, sessions_dir: Path) -> None:
     shown = run(sessions_dir, "show", "weather", "--turns")
     assert shown.code == 0, shown.err
-    rows = shown.out.splitlines()
+    rows = shown.out.splitlines()[1:]  # under the header naming the columns
     assert [row.split()[:3] for row in rows] == [
         ["1", "items", "1-4"],
         ["2", "items", "5-8"],

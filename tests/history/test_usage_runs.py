@@ -117,7 +117,7 @@ def test_stats_and_show_report_tokens_and_times(sessions_dir: Path) -> None:
     rows = [json.loads(line) for line in shown.out.splitlines()]
     assert [(row["turn"], row["total_tokens"]) for row in rows] == [(1, 245), (2, 445)]
     assert all(row["at"].endswith("Z") for row in rows)
-    plain = run(sessions_dir, "show", "weather", "--turns").out.splitlines()
+    plain = run(sessions_dir, "show", "weather", "--turns").out.splitlines()[1:]  # under the header
     assert "245 tok" in plain[0] and rows[0]["at"].replace("T", " ").rstrip("Z") in plain[0]
 
 
