@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -59,13 +60,13 @@ class ReadOnlySession(JSONLSession):
             "use open_session_fixture(path, mode='copy') for a writable copy"
         )
 
-    async def add_items(self, items: Any) -> None:
+    async def add_items(self, items: Any, *, wrapper: Any = None) -> None:
         raise self._refuse("add_items")
 
-    async def pop_item(self) -> Any:
+    async def pop_item(self, *, wrapper: Any = None) -> Any:
         raise self._refuse("pop_item")
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: Any = None) -> None:
         raise self._refuse("clear_session")
 
     def add_items_sync(self, items: Any) -> None:
@@ -88,6 +89,10 @@ class ReadOnlySession(JSONLSession):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    if not _installed("pytest_timeout"):
+        # A project's `timeout = ...` (pytest-timeout's setting, in this package's own pytest
+        # configuration too) must not warn as unknown where that plugin is not installed.
+        parser.addini("timeout", "pytest-timeout's per-test limit; ignored: pytest-timeout is not installed")
     group = parser.getgroup("jsonl-session")
     group.addoption(
         "--record-agents",
@@ -178,11 +183,19 @@ def agent_recording(request: pytest.FixtureRequest) -> Iterator[Recording]:
         ...     agent = Agent(name="w", model=agent_recording.model("gpt-4.1"), tools=[get_weather])
         ...     result = await Runner.run(agent, "Paris?", session=jsonl_sessions.open("w"))
     """
+    if not _installed("agents"):
+        pytest.fail(
+            "agent_recording needs the OpenAI Agents SDK: pip install 'jsonl-session[agents]'", pytrace=False
+        )
     mode: Literal["replay", "record"] = "record" if _record_mode(request.config) else "replay"
     try:
         recording = Recording(recording_path(request.node), mode=mode)
     except FileNotFoundError as error:
-        pytest.fail(str(error), pytrace=False)
+        missing: str | None = str(error)  # failed outside the handler: else pytest prints it twice
+    else:
+        missing = None
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     yield recording
     reports = request.node.stash.get(_reports, {})
     if "call" in reports and reports["call"].passed:
@@ -204,6 +217,14 @@ def _record_mode(config: pytest.Config) -> bool:
     if option is not None:
         return bool(option)
     return os.environ.get(RECORD_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        return False
 
 
 def _digest(path: Path) -> str:

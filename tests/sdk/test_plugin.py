@@ -303,3 +303,58 @@ def test_the_plugin_loads_without_the_agents_package() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
 
     assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
+
+
+def test_a_missing_recording_is_said_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_missing=AGENT_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    said = result.stdout.str().count("test_weather.jsonl: no recording; run once with --record-agents")
+    assert said == 1, result.stdout.str()  # the -ra summary line is cut before it
+    assert "During handling of the above exception" not in result.stdout.str()
+
+
+def run_without(module: str, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """pytest in ``folder`` as in a project where ``module`` is not installed."""
+    code = (
+        "import sys\n"
+        "class Absent:\n"  # a finder that says it is not there, as when it is not installed
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.partition('.')[0] == {module!r}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Absent())\n"
+        "import pytest; sys.exit(pytest.main(sys.argv[1:]))"
+    )
+    return subprocess.run(
+        # --assert=plain: the rewriting import hook would go before the finder and find it
+        [sys.executable, "-c", code, "-p", "no:cacheprovider", "--assert=plain", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_no_config_warning_for_timeout_when_pytest_timeout_is_absent(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntimeout = 30\n")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    result = run_without(
+        "pytest_timeout", tmp_path, "-p", "no:timeout", "-W", "error::pytest.PytestConfigWarning"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Unknown config option" not in result.stdout + result.stderr
+
+
+def test_agent_recording_without_the_agents_package_says_which_extra(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    (folder / "recordings" / "test_rec").mkdir(parents=True)
+    (folder / "recordings" / "test_rec" / "test_weather.jsonl").write_text(CHAT)
+    (folder / "test_rec.py").write_text(
+        "def test_weather(agent_recording):\n    agent_recording.model('gpt-4.1')\n"
+    )
+    result = run_without("agents", folder, "-q")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "agent_recording needs the OpenAI Agents SDK: pip install 'jsonl-session[agents]'" in result.stdout
+    ), result.stdout
+    assert "ModuleNotFoundError" not in result.stdout
