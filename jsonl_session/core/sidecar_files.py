@@ -21,7 +21,10 @@ Two ways of writing, both with rules the session file already follows:
 
 Sidecars are input, read bounded: a whole-object sidecar with a size limit (:data:`LIMITS`:
 ``.meta``, ``.lineage``) is read to at most one byte past it and refused beyond, so a hostile
-300 MB file costs a reader 64 KiB, not its size.
+300 MB file costs a reader 64 KiB, not its size. A paused run (``.run``) has no limit (its state
+grows with the run): what listings need of it is read from its head (:func:`read_head`). A log's
+lines are checked a piece at a time before any is parsed: one longer than :data:`RECORD_BYTES`
+is refused, so a log that is one endless line is never held whole.
 
 Every change to a sidecar happens while the *session's* lock is held exclusively, so ``rm``,
 ``fork`` and ``rewind`` never interleave with one; the usage log is read under it, shared, so
@@ -56,11 +59,13 @@ __all__ = [
     "KINDS",
     "LIMITS",
     "LINEAGE",
+    "RECORD_BYTES",
     "RUN",
     "USAGE",
     "UnreadableSidecarWarning",
     "append_line",
     "present",
+    "read_head",
     "read_json",
     "read_lines",
     "remove",
@@ -71,6 +76,8 @@ __all__ = [
 
 
 LIMITS = {META: 64 * 1024, LINEAGE: 64 * 1024}
+RECORD_BYTES = 64 * 1024
+"""The longest line a JSON Lines sidecar may hold (a usage record takes a few hundred bytes)."""
 """The most bytes a whole-object sidecar of each kind may hold (``.meta``: docs/metadata.md; a
 ``.lineage`` is a few hundred). ``.run`` has none: it holds the SDK's run state, which grows
 with the run."""
@@ -175,8 +182,54 @@ def append_line(path: Path, record: dict[str, Any], *, durable: bool, timeout: f
 
 
 def read_lines(path: Path, *, timeout: float) -> list[Any]:
-    """Every record of a JSON Lines sidecar (a torn tail is skipped, as in sessions)."""
+    """Every record of a JSON Lines sidecar (a torn tail is skipped, as in sessions).
+
+    Raises:
+        SessionFileError: a line is longer than :data:`RECORD_BYTES` (found a piece at a time,
+            before anything is parsed), or is not a JSON object.
+    """
     with Transaction(path, write=False, timeout=timeout) as file:
         if not file.exists:
             return []
+        line = _first_line_longer_than(file.fd, file.size, RECORD_BYTES)
+        if line is not None:
+            raise SessionFileError(
+                path,
+                f"line {line} is longer than {RECORD_BYTES} bytes: not a log of records; fix or delete it",
+            )
         return reads.read_items(file.fd, path, size=file.size)
+
+
+def _first_line_longer_than(fd: int, size: int, limit: int) -> int | None:
+    """The number of the first line (or unterminated tail) over ``limit`` bytes, read 1 MB at a time."""
+    line, run, position = 1, 0, 0  # run: bytes since the last newline
+    while position < size:
+        piece = reads.read_range(fd, position, min(size, position + (1 << 20)))
+        if not piece:
+            break
+        position += len(piece)
+        start = 0
+        while (newline := piece.find(b"\n", start)) >= 0:
+            if run + newline - start > limit:
+                return line
+            line, run, start = line + 1, 0, newline + 1
+        run += len(piece) - start
+        if run > limit:
+            return line
+    return None
+
+
+def read_head(path: Path, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of the sidecar at ``path`` (fewer if it is shorter); None without one.
+
+    Raises:
+        UnsafePathError: a symlink or other non-regular file sits at ``path``.
+    """
+    opened = open_regular(path)
+    if opened is None:
+        return None
+    fd, held = opened
+    try:
+        return reads.read_range(fd, 0, min(held.st_size, limit))
+    finally:
+        os.close(fd)

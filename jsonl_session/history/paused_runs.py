@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..core import sidecar_files
 from ..core.errors import JSONLSessionError, SessionFileError
 from .lineage import now
@@ -114,16 +116,51 @@ def read(session_path: Path) -> dict[str, Any] | None:
     return envelope
 
 
+SUMMARY_BYTES = 1 << 20
+"""How much of a ``.run`` file :func:`info` reads: its summary, never the state after it."""
+_STATE_KEY = b'\n  "state": '  # the last top-level key, as write() lays it out (sorted, indented)
+
+
 def info(session_path: Path) -> PausedRun | None:
-    """What the paused run waits for, or None when no run is paused."""
-    envelope = read(session_path)
-    if envelope is None:
+    """What the paused run waits for, or None when no run is paused.
+
+    A file bigger than :data:`SUMMARY_BYTES` is read only up to its state: the summary (``held``,
+    ``pending``, ``saved_at``) is what ``write`` puts before it. Listings and ``check`` ask this
+    of every paused session, and a run's state can be as big as its conversation. A run saved before
+    ``held`` was kept counts 0 here; its held items are still in its state and written on resume.
+
+    Raises:
+        SessionFileError: the file does not start as :func:`write` lays it out (delete it to
+            discard the run).
+    """
+    path = sidecar_files.sidecar(session_path, sidecar_files.RUN)
+    head = sidecar_files.read_head(path, SUMMARY_BYTES + 1)
+    if head is None:
         return None
-    pending = envelope.get("pending")
-    held = envelope.get("held")
+    summary: Any = None
+    if len(head) <= SUMMARY_BYTES:  # the whole file: however it is laid out
+        try:
+            summary = orjson.loads(head)
+        except orjson.JSONDecodeError:
+            summary = None
+        if isinstance(summary, dict) and not isinstance(summary.get("state"), dict):
+            summary = None
+    elif head.startswith(b"{") and (cut := head.find(_STATE_KEY)) > 0:
+        try:
+            summary = orjson.loads(head[:cut].rstrip().rstrip(b",") + b"}")
+        except orjson.JSONDecodeError:
+            summary = None
+    if not isinstance(summary, dict):
+        raise SessionFileError(
+            path,
+            f'not a saved run (no "state" object, or none after a summary in its first {SUMMARY_BYTES} '
+            "bytes); delete it to discard the run",
+        )
+    pending = summary.get("pending")
+    held = summary.get("held")
     if not isinstance(held, int) or isinstance(held, bool) or held < 0:
-        held = held_of(envelope["state"])  # saved before the count was kept beside the state
-    return PausedRun(str(envelope.get("saved_at")), pending if isinstance(pending, list) else [], held)
+        held = 0
+    return PausedRun(str(summary.get("saved_at")), pending if isinstance(pending, list) else [], held)
 
 
 def held_items(session_path: Path) -> int:

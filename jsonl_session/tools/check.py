@@ -13,8 +13,9 @@ Problems found, each with the file and the line it is on:
   not followed by the item it produced, an approval request without its response, duplicate ids;
 * a fork whose source has diverged from the prefix recorded in its ``.lineage`` (see
   ``lineage``), or whose lineage file is unreadable;
-* a ``.meta`` that cannot be read: over its 64 KiB limit (read no further than that), not
-  JSON, not a metadata record, not a regular file (named, never fixed here);
+* a ``.meta``, ``.run`` or ``.usage`` that cannot be read: over its limit (read no further
+  than that), not JSON, not a metadata record or a saved run, a log line longer than a record,
+  not a regular file (named, never fixed here);
 * a ``type`` or ``call_id`` that is not a string, and a line nested deeper than can be
   written back (docs/format.md, "Nesting");
 * a temporary copy left next to the session by a rewrite (or a sidecar's replace) whose
@@ -32,14 +33,15 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import codec, reads, scanner, storage, temp_files
+from ..core import codec, reads, scanner, sidecar_files, storage, temp_files
 from ..core.errors import LockTimeout, SessionFileError, TornTailWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
-from ..core.names import DROPPED
+from ..core.names import DROPPED, META
 from ..core.transaction import Transaction
 from ..history import replay_rules
 from ..history.replay_rules import ReplayLint
@@ -120,7 +122,7 @@ def check_file(
     if torn is not None:
         problems.append(torn)
     problems.extend(_lineage_problems(path, lock_timeout))
-    problems.extend(_metadata_problems(path))
+    problems.extend(_sidecar_problems(path, lock_timeout))
     problems.extend(Problem(*marker) for marker in conflicts.sidecar_markers(path))
     if fix and any(problem.fixable and not problem.fixed for problem in problems if problem.line):
         problems = _fix_for_replay(path, problems, lock_timeout)  # after the lock above is released
@@ -263,22 +265,38 @@ def _lineage_problems(path: Path, lock_timeout: float) -> list[Problem]:
     return [] if reason is None else [Problem(path, None, reason)]
 
 
-def _metadata_problems(path: Path) -> list[Problem]:
-    """A ``.meta`` that cannot be read (over its 64 KiB limit, malformed, not a regular file).
+def _sidecar_problems(path: Path, lock_timeout: float) -> list[Problem]:
+    """A ``.meta``, ``.run`` or ``.usage`` that cannot be read: over its limit (read no further),
+    malformed, not a regular file.
 
-    Never fixable here: it may hold the only copy of a title or an owner; a person decides.
+    Never fixable here: each may hold the only copy of a title, a paused run or the tokens spent;
+    a person decides.
     """
-    from ..history.metadata import meta_path, read_metadata
+    from ..history.metadata import read_metadata
+    from ..history.paused_runs import info
 
-    if not os.path.lexists(meta_path(path)):
-        return []
-    try:
-        read_metadata(path)
-    except SessionFileError as exc:
-        return [Problem(exc.path, None, f"metadata not read: {exc.message}")]
-    except OSError as exc:
-        return [Problem(meta_path(path), None, f"metadata not read: {exc.strerror or exc}")]
-    return []
+    def usage() -> object:
+        return sidecar_files.read_lines(
+            sidecar_files.sidecar(path, sidecar_files.USAGE), timeout=lock_timeout
+        )
+
+    readers: list[tuple[str, str, Callable[[], object]]] = [
+        (META, "metadata not read", lambda: read_metadata(path)),
+        (sidecar_files.RUN, "paused run not read", lambda: info(path)),
+        (sidecar_files.USAGE, "usage log not read", usage),
+    ]
+    problems = []
+    for kind, what, read in readers:
+        sidecar = sidecar_files.sidecar(path, kind)
+        if not os.path.lexists(sidecar):
+            continue
+        try:
+            read()
+        except SessionFileError as exc:
+            problems.append(Problem(exc.path, exc.line, f"{what}: {exc.message}"))
+        except OSError as exc:
+            problems.append(Problem(sidecar, None, f"{what}: {exc.strerror or exc}"))
+    return problems
 
 
 class _LineChecker:

@@ -95,3 +95,49 @@ def test_the_serve_index_lists_a_session_whose_meta_is_bad(sessions_dir: Path, s
     status, body = server.get("/api/sessions")
     assert status == 200
     assert sorted(row["id"] for row in json.loads(body)) == ["broken", "good", "huge"]
+
+
+def test_a_big_paused_run_is_summarised_without_reading_its_state(sessions_dir: Path) -> None:
+    # A run's state grows with its conversation: listings and check read only the summary before it.
+    import tracemalloc
+
+    from jsonl_session.core import sidecar_files
+    from jsonl_session.history import paused_runs
+
+    make(sessions_dir)
+    envelope = {
+        "held": 2,
+        "pending": [{"tool": "refund", "call_id": "call_1"}],
+        "saved_at": "2026-12-05T10:00:00Z",
+        "state": {"original_input": "x" * (8 * 1024 * 1024)},
+    }
+    sidecar_files.write_json(sessions_dir / "s.jsonl.run", envelope, durable=False)
+    tracemalloc.start()
+    try:
+        paused = JSONLSession("s", sessions_dir).paused_run()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert paused is not None and paused.held == 2 and paused.tools == ["refund"]
+    assert peak < 2 * paused_runs.SUMMARY_BYTES  # the 8 MB state was not read
+    assert run(sessions_dir, "check", "s").code == 0  # the call it waits on is not a problem
+
+
+@pytest.mark.parametrize(
+    ("kind", "content", "named"),
+    [
+        (".run", b'{"state": "' + b"x" * (2 * 1024 * 1024), "paused run not read: not a saved run"),
+        (".run", b'{"pending": []}', "paused run not read: not a saved run"),
+        (".usage", b'{"input_tokens": ' + b"9" * 100_000, "usage log not read: line 1 is longer than"),
+    ],
+    ids=["run-without-a-summary", "run-without-state", "usage-endless-line"],
+)
+def test_check_names_a_paused_run_or_usage_log_it_cannot_read(
+    sessions_dir: Path, kind: str, content: bytes, named: str
+) -> None:
+    make(sessions_dir)
+    (sessions_dir / f"s.jsonl{kind}").write_bytes(content)
+    result = run(sessions_dir, "check", "s")
+    assert result.code == 1
+    assert f"s.jsonl{kind}: {named}" in result.out
+    assert (sessions_dir / f"s.jsonl{kind}").read_bytes() == content  # never touched

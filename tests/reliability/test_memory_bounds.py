@@ -218,12 +218,6 @@ class Case:
     """Set while the path still reads the hostile file whole: ``"<owner> fixing: ..."``."""
 
 
-H6 = "H6 fixing: the serve index and page read sidecars whole (issue 35 points 5, 6)"
-JSON_SIDECAR = (
-    "no owner yet: .run is read whole (sidecar_files.read_json bounds .meta and .lineage; a paused "
-    "run's state grows with the run, so .run has no limit yet)"
-)
-USAGE_LOG = "no owner yet: the .usage log is read whole (sidecar_files.read_lines)"
 GREP = (
     "no owner yet: grep's search holds a whole line, even one without the word (the system grep "
     "buffers it, the Python fallback reads the file whole: tools/grep.py)"
@@ -243,7 +237,7 @@ CASES = [
     Case("show --html", hostile_meta, "cli('show', 's', '--html')"),
     Case("stats", hostile_archive, "cli('stats')"),
     Case("stats", hostile_times, "cli('stats', 's')"),
-    Case("stats", hostile_usage, "cli('stats')", USAGE_LOG),
+    Case("stats", hostile_usage, "cli('stats')"),
     Case("restore --list", hostile_archive, "cli('restore', '--list')"),
     Case("restore", hostile_archive, "cli('restore', 'gone')"),
     Case("serve index", hostile_meta, "serve('/', '/api/sessions')"),
@@ -251,10 +245,10 @@ CASES = [
     Case("serve page", hostile_meta, "serve('/session?id=s')"),
     Case("serve page", hostile_times, "serve('/session?id=s')"),
     Case("serve index", hostile_lineage, "serve('/', '/api/sessions')"),
-    Case("serve page", hostile_usage, "serve('/session?id=s')", USAGE_LOG),
+    Case("serve page", hostile_usage, "serve('/session?id=s')"),
     Case("check", hostile_lineage, "cli('check')"),
     Case("check", hostile_meta, "cli('check')"),
-    Case("check", hostile_run, "cli('check')", JSON_SIDECAR),
+    Case("check", hostile_run, "cli('check')"),
     Case(
         "recall",
         hostile_meta,
