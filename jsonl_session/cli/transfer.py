@@ -50,6 +50,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_missing_sqlite_file(url: str) -> None:
+    """Reading from a ``sqlite:///`` file that does not exist: an error, not a new empty database.
+
+    The SDK's ``SQLiteSession`` creates the file (and its WAL) when it opens it.
+    """
+    import os
+
+    from ..transfer.sdk_schema import kind_of
+
+    if kind_of(url) == "sqlite":
+        path = url.split(":///", 1)[1]
+        if path and path != ":memory:" and not os.path.exists(path):
+            raise Failure(f"{shown_urls(url)}: no such database file")
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """``import``: one session, or ``--all``, from a Redis or SQL URL; only what the file lacks."""
     import asyncio
@@ -59,12 +74,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.all:
         if args.id or args.as_id:
             return _usage("import --all copies every session under its own id: give no --id and no --as")
+        for url in args.url:
+            _refuse_missing_sqlite_file(url)
         return _copy_all("import", args.url[0] if len(args.url) == 1 else args.url, args)
     if not args.id:
         return _usage("import: give --id SOURCE_ID, or --all")
     from ..transfer.shards import home_of
 
     url, target = home_of(args.id, args.url), open_session(args, args.as_id or args.id)
+    _refuse_missing_sqlite_file(url)
     target.get_items_sync(limit=1)  # a symlink or an unreadable file here fails before the backend is read
     replace = getattr(args, "replace", False)
     outcome = asyncio.run(

@@ -96,3 +96,16 @@ def test_show_turns_names_its_columns_and_shows_when_each_turn_started(sessions_
         f"{started[0]:%Y-%m-%dT%H:%M:%S}Z",
         f"{started[2]:%Y-%m-%dT%H:%M:%S}Z",
     ]
+
+
+def test_importing_from_a_sqlite_file_that_does_not_exist_creates_none(
+    sessions_dir: Path, tmp_path: Path
+) -> None:
+    sessions_dir.mkdir()
+    database = tmp_path / "nope.db"
+    result = run(sessions_dir, "import", f"sqlite:///{database}", "--id", "x")
+    assert result.code == 1, result
+    assert result.err == f"jsonl-session: error: sqlite:///{database}: no such database file\n"
+    every = run(sessions_dir, "import", f"sqlite:///{database}", "--all")
+    assert (every.code, every.err) == (1, result.err), every
+    assert sorted(tmp_path.iterdir()) == [sessions_dir] and list(sessions_dir.iterdir()) == []
