@@ -258,6 +258,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="instead, look for API keys and tokens (file:line: kind: masked excerpt)",
     )
+    check.add_argument(
+        "--max-item-bytes",
+        type=count_type,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="warn about items bigger than this (default 1048576: base64 images, file contents); "
+        "a warning, not a problem: the exit code is unchanged",
+    )
 
     edit = command_parser(
         commands,

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 
+from ..render.sizes import human_size
 from ..render.terminal_text import printable
 from .arguments import PROG
 from .lookup import directory, existing, session_named, targets
@@ -70,11 +71,45 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
         else:
             print(("fixed: " if problem.fixed else "") + printable(str(problem)))
+    warned = _warn_large_items(args, paths)
     summary = f"checked {len(paths)} file{plural(len(paths))}: {found} problem{plural(found)}"
     if args.fix:
         summary += f", {found - remaining} fixed"
+    if warned:
+        summary += f"; {warned} item{plural(warned)} over {human_size(args.max_item_bytes)}"
     note(summary)
     return 1 if remaining else 0
+
+
+def _warn_large_items(args: argparse.Namespace, paths: list[Path]) -> int:
+    """A warning per item over ``--max-item-bytes``: the model receives it whole, every turn."""
+    from .. import JSONLSessionError
+    from ..tools.payloads import session_largest
+
+    warned = 0
+    for path in paths:
+        try:
+            large = session_largest(path, count=100, over=args.max_item_bytes, lock_timeout=args.lock_timeout)
+        except (OSError, JSONLSessionError):
+            continue  # named among the problems already
+        for item in sorted(large, key=lambda item: item.line):
+            warned += 1
+            if args.json:
+                print_json(
+                    {
+                        "path": str(path),
+                        "line": item.line,
+                        "warning": "large item",
+                        "bytes": item.size,
+                        "kind": item.kind,
+                    }
+                )
+            else:
+                print(
+                    printable(f"{path}:{item.line}: warning: {item.kind} of {human_size(item.size)}")
+                    + f", over --max-item-bytes {args.max_item_bytes} (the model receives it whole)"
+                )
+    return warned
 
 
 def _check_secrets(args: argparse.Namespace, paths: list[Path]) -> int:
@@ -246,7 +281,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     items, tool_calls = stats.items, stats.tool_calls
     print(
         f"{scope}: {items} item{plural(items)}, {stats.characters} characters, "
-        f"{tool_calls} tool call{plural(tool_calls)}"
+        f"{tool_calls} tool call{plural(tool_calls)}, {human_size(stats.bytes)} on disk"
     )
     for name, count in stats.by_role.most_common():
         print(f"  {printable(name):<24} {count:>7}")
@@ -254,6 +289,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print("tools:")
         for name, count in stats.tools.most_common():
             print(f"  {printable(name):<24} {count:>7}")
+    if stats.largest:
+        print("largest items:")
+        for session_id, large in stats.largest:
+            where = f"line {large.line}" if args.id else printable(f"{session_id} line {large.line}")
+            print(f"  {printable(large.kind)}, {human_size(large.size)}, {where}")
     archived = {f"{session_id} (archived)": totals for session_id, totals in stats.archived.items()}
     print_usage(stats.tokens | archived, stats.tokens_total)
     return 1 if skipped else 0

@@ -1,4 +1,5 @@
-"""What a folder of sessions holds, counted: items by role, characters, tool calls, tokens.
+"""What a folder of sessions holds, counted: items by role, characters, tool calls, tokens,
+bytes on disk and the largest items (``tools.payloads``: a 2 MB image is one item of 31 characters).
 
 ``jsonl-session stats`` prints this; a dashboard or a script can call it directly.
 
@@ -21,6 +22,7 @@ from ..history.turn_growth import Growth, read_growth
 from ..history.usage import COUNTERS
 from ..render.item_text import label, text_of
 from ..session.folder import SessionDirectory
+from .payloads import LARGEST, NOTABLE_BYTES, LargeItem, session_largest
 
 
 @dataclass
@@ -43,6 +45,11 @@ class Stats:
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     archived: dict[str, dict[str, int]] = field(default_factory=dict)
     """Usage totals of archived sessions, by id (counted in no other field but :attr:`tokens_total`)."""
+    bytes: int = 0
+    """Bytes on disk of the session files (sidecars not counted)."""
+    largest: list[tuple[str, LargeItem]] = field(default_factory=list)
+    """The largest items of 64 KiB or more (``payloads.LARGEST`` of them), biggest first, with
+    their session's id."""
 
     @property
     def tool_calls(self) -> int:
@@ -63,14 +70,30 @@ class Stats:
             "items": self.items,
             "characters": self.characters,
             "tool_calls": self.tool_calls,
+            "bytes": self.bytes,
+            "largest": [
+                {"id": session_id, "line": large.line, "bytes": large.size, "kind": large.kind}
+                for session_id, large in self.largest
+            ],
             "by_role": dict(self.by_role.most_common()),
             "tools": dict(self.tools.most_common()),
             "tokens": {"total": self.tokens_total, "by_session": self.tokens, "archived": self.archived},
         }
 
-    def add(self, session_id: str, items: list[Any], usage: dict[str, int] | None) -> None:
-        """Count one session's items and its usage totals (None: it has no usage log)."""
+    def add(
+        self,
+        session_id: str,
+        items: list[Any],
+        usage: dict[str, int] | None,
+        size: int = 0,
+        largest: Sequence[LargeItem] = (),
+    ) -> None:
+        """Count one session's items and its usage totals (None: it has no usage log), its file's
+        ``size`` and its ``largest`` items."""
         self.sessions += 1
+        self.bytes += size
+        ranked = self.largest + [(session_id, large) for large in largest]
+        self.largest = sorted(ranked, key=lambda pair: -pair[1].size)[:LARGEST]
         if usage is not None:
             self.tokens[session_id] = usage
         for item in items:
@@ -112,6 +135,8 @@ def folder_stats(
             try:
                 items = session.get_items_sync()
                 usage = session.get_session_usage_sync()
+                largest = session_largest(session.path, over=NOTABLE_BYTES, lock_timeout=folder.lock_timeout)
+                size = session.path.stat().st_size
             finally:
                 session.close()
         except (OSError, JSONLSessionError) as exc:
@@ -119,7 +144,7 @@ def folder_stats(
                 raise
             on_error(session_id, exc)
             continue
-        stats.add(session_id, items, usage)
+        stats.add(session_id, items, usage, size, largest)
     return stats
 
 

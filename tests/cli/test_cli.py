@@ -23,6 +23,7 @@ from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.cli.commands import _HANDLERS, handler_for, main
 from jsonl_session.cli.parser import build_parser
 from jsonl_session.cli.sessions import iso_utc
+from jsonl_session.render.sizes import human_size
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
@@ -295,7 +296,10 @@ def test_stats_counts_roles_types_characters_and_tool_calls(sessions_dir: Path) 
 
     every = run(sessions_dir, "stats")
     assert every.code == 0
-    assert every.out.splitlines()[0] == f"2 sessions: 6 items, {expected_chars + 3} characters, 1 tool call"
+    on_disk = human_size(sum(path.stat().st_size for path in sessions_dir.glob("*.jsonl")))
+    assert every.out.splitlines()[0] == (
+        f"2 sessions: 6 items, {expected_chars + 3} characters, 1 tool call, {on_disk} on disk"
+    )
 
 
 def test_grep_prints_id_line_role_snippet_and_filters_by_role(sessions_dir: Path) -> None:

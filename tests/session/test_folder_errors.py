@@ -53,7 +53,7 @@ def test_check_reports_the_unreadable_file_and_checks_the_others(folder: Path) -
 def test_stats_counts_the_readable_sessions_and_names_the_others(folder: Path) -> None:
     result = run_as_nobody(folder, "stats")
     assert result.code == 1
-    assert result.out.startswith("1 session: 1 item, 15 characters, 0 tool calls\n")
+    assert result.out.startswith("1 session: 1 item, 15 characters, 0 tool calls, ")
     assert "locked.jsonl: Permission denied; skipped" in result.err
     assert "merged.jsonl:2: not valid JSON" in result.err
 
@@ -124,7 +124,7 @@ def test_stats_skips_a_session_whose_usage_log_is_unreadable_and_counts_the_rest
     before = (folder / "bad_log.jsonl.usage").read_bytes()
     result = run(folder, "stats")
     assert result.code == 1
-    assert result.out.startswith("1 session: 1 item, 15 characters, 0 tool calls\n")
+    assert result.out.startswith("1 session: 1 item, 15 characters, 0 tool calls, ")
     assert "bad_log.jsonl.usage:2: not valid JSON" in result.err
     assert "skipped" in result.err
     assert (folder / "bad_log.jsonl.usage").read_bytes() == before
