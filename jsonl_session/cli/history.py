@@ -161,9 +161,12 @@ def _outgrown(session_id: str, growth: TurnsGrowth, window: int | None) -> bool:
 
 def mark(info: SessionInfo) -> str:
     """What ``ls`` says after a session's row: a paused run, a fork's origin."""
+    from ..session.folder import held_note
+
     notes = []
     if info.paused:
-        notes.append("paused (needs approval)")
+        held = held_note(info.held)
+        notes.append(f"paused (needs approval; {held})" if held else "paused (needs approval)")
     if info.forked_from is not None:
         notes.append(f"fork of {info.forked_from}")
     return ", ".join(notes)

@@ -14,7 +14,7 @@ import time
 from .. import MalformedLineError
 from ..render.sizes import human_size
 from ..render.terminal_text import printable
-from ..session.folder import utc_seconds
+from ..session.folder import held_note, utc_seconds
 from .arguments import PROG
 from .lookup import directory, existing, open_session
 from .output import (
@@ -74,6 +74,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 "last_activity": iso_utc(info.last_activity),
                 "path": str(info.path),
                 "paused": info.paused,
+                "held": info.held,
                 "forked_from": info.forked_from,
                 "title": info.title,
                 "tags": list(info.tags),
@@ -144,6 +145,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         header = header_for(session)
         if header is not None:
             print(header)
+        from ..history.paused_runs import held_items
+
+        held = held_note(held_items(session.path))
+        if held:  # SDK 0.24: a paused run keeps a guardrailed turn out of the history until it resumes
+            print(f"paused run: {held}, written when it resumes")
     first = 1
     try:
         if args.n is None:

@@ -64,6 +64,7 @@ __all__ = [
     "USAGE",
     "UnreadableSidecarWarning",
     "append_line",
+    "held_back",
     "present",
     "read_head",
     "read_json",
@@ -219,7 +220,24 @@ def _first_line_longer_than(fd: int, size: int, limit: int) -> int | None:
     return None
 
 
-def read_head(path: Path, limit: int) -> bytes | None:
+def held_back(session_path: str | os.PathLike[str]) -> int:
+    """How many items the session's paused run holds back from its history (0: none, no run, or
+    a ``.run`` that does not start as ``history.paused_runs.write`` writes it).
+
+    ``write`` sorts keys, so ``"held"`` comes first: its first bytes say it, without a JSON
+    parser, which ``ls`` never imports.
+    """
+    import re
+
+    try:
+        head = read_head(os.fspath(session_path) + RUN, 64)
+    except (OSError, SessionFileError):
+        return 0
+    found = re.match(rb'\{\s*"held":\s*(\d{1,9})\s*[,}]', head or b"")
+    return int(found.group(1)) if found else 0
+
+
+def read_head(path: str | os.PathLike[str], limit: int) -> bytes | None:
     """The first ``limit`` bytes of the sidecar at ``path`` (fewer if it is shorter); None without one.
 
     Raises:

@@ -28,14 +28,16 @@ interruptions, or ``clear_run_state``), when the session is deleted, and by ``re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import orjson
 
 from ..core import sidecar_files
-from ..core.errors import JSONLSessionError, SessionFileError
-from .lineage import now
+from ..core.errors import SessionFileError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: ``ls`` marks paused runs, and typing costs start-up
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ def held_of(state_json: dict[str, Any]) -> int:
 
 def write(session_path: Path, state: Any, *, recorded: dict[str, int] | None, durable: bool) -> None:
     """Save ``state`` (atomically) with its pending approvals and the usage already logged."""
+    from .lineage import now
+
     state_json = state.to_json()
     envelope = {
         "held": held_of(state_json),
@@ -163,19 +167,7 @@ def info(session_path: Path) -> PausedRun | None:
     return PausedRun(str(summary.get("saved_at")), pending if isinstance(pending, list) else [], held)
 
 
-def held_items(session_path: Path) -> int:
-    """How many items a paused run holds back from the history: 0 when none waits or its file
-    cannot be read (a listing says what it can; ``check`` names a broken ``.run``)."""
-    try:
-        paused = info(session_path)
-    except (OSError, JSONLSessionError):
-        return 0
-    return 0 if paused is None else paused.held
-
-
-def held_note(held: int) -> str:
-    """How listings say it: ``1 item held back`` (empty for none)."""
-    return f"{held} item{'' if held == 1 else 's'} held back" if held else ""
+held_items = sidecar_files.held_back
 
 
 def clear(session_path: Path, *, durable: bool) -> bool:

@@ -9,8 +9,7 @@ from datetime import datetime, timezone
 
 from ..core.errors import JSONLSessionError
 from ..history.metadata import read_default_title
-from ..history.paused_runs import held_items, held_note
-from ..session.folder import SessionInfo
+from ..session.folder import SessionInfo, held_note
 
 
 def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:
@@ -18,9 +17,8 @@ def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:
     items, size, modified (the file), last activity (its newest item), notes (a paused run and
     the items it holds back, a fork's source) and ``held``, that count."""
     notes = []
-    held = held_items(info.path) if info.paused else 0
     if info.paused:
-        notes.append(", ".join(filter(None, ["paused run", held_note(held)])))
+        notes.append(", ".join(filter(None, ["paused run", held_note(info.held)])))
     if info.forked_from:
         notes.append(f"forked from {info.forked_from}")
     title, default = info.title, False
@@ -44,5 +42,5 @@ def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:
             timespec="seconds"
         ),
         "notes": notes,
-        "held": held,  # items a paused run holds back from the history (SDK 0.24's guardrails)
+        "held": info.held,  # items a paused run holds back from the history (SDK 0.24's guardrails)
     }

@@ -20,7 +20,7 @@ from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_direc
 from ..core.names import DEFAULT_DIRECTORY, META, TIMES, filename_for, id_for
 from ..core.transaction import Transaction
 from .listing_cache import ListingCache
-from .session_info import SessionInfo, in_datetime_range, utc_microseconds, utc_seconds
+from .session_info import SessionInfo, held_note, in_datetime_range, utc_microseconds, utc_seconds
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
     "SessionDirectory",
     "SessionInfo",
+    "held_note",
     "id_for",
     "utc_seconds",
 ]
@@ -176,6 +177,7 @@ class SessionDirectory:
                     file_stat, items = counted
                     cache.remember_items(name, file_stat, items)
                 forked_from = _forked_from(path) if name + sidecar_files.LINEAGE in names else None
+                paused = name + sidecar_files.RUN in names
             except (OSError, JSONLSessionError) as exc:
                 _skipped(on_error, path, exc)
                 continue
@@ -185,10 +187,11 @@ class SessionDirectory:
                     path,
                     file_stat,
                     items,
-                    paused=name + sidecar_files.RUN in names,
+                    paused=paused,
                     forked_from=forked_from,
                     about=about,
                     activity=newest,
+                    held=sidecar_files.held_back(path) if paused else 0,
                 )
             )
         cache.save()

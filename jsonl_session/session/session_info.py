@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
-__all__ = ["SessionInfo", "in_datetime_range", "utc_microseconds", "utc_seconds"]
+__all__ = ["SessionInfo", "held_note", "in_datetime_range", "utc_microseconds", "utc_seconds"]
 
 
 class SessionInfo:
@@ -26,7 +26,8 @@ class SessionInfo:
     None, ``()`` and None without one: no default title here, which would mean reading every
     session's items). ``last_activity`` is when its newest item was added (seconds since 1970,
     from ``<file>.jsonl.times``), or ``mtime`` when that is unknown: what ``ls`` shows and
-    orders by, as a pop or an edit changes the file but is not activity.
+    orders by, as a pop or an edit changes the file but is not activity. ``held`` counts the
+    items a paused run holds back from the history (SDK 0.24's guardrailed turns).
     Written out rather than a frozen dataclass: importing ``dataclasses`` (it brings
     ``inspect``) cost ``jsonl-session ls`` about 12 ms, a third of its start-up. It compares,
     hashes, pickles, copies and matches (``case SessionInfo(id, path, items)``) as that
@@ -49,6 +50,7 @@ class SessionInfo:
         "tags",
         "owner",
         "last_activity",
+        "held",
     )
     # What each field is stored as: path and modified behind properties. A listed session leaves
     # them None and keeps the file's name and its time in microseconds until they are read.
@@ -64,6 +66,7 @@ class SessionInfo:
         "tags",
         "owner",
         "_activity",
+        "held",
     )
     __slots__ = (*_STORED, "_name", "_microseconds", "__weakref__")
     session_id: str
@@ -77,6 +80,7 @@ class SessionInfo:
     tags: tuple[str, ...]
     owner: str | None
     _activity: float | None
+    held: int
     _name: str
     _microseconds: int
 
@@ -93,6 +97,7 @@ class SessionInfo:
         tags: tuple[str, ...] = (),
         owner: str | None = None,
         last_activity: float | None = None,
+        held: int = 0,
     ) -> None:
         self._set(
             session_id,
@@ -106,6 +111,7 @@ class SessionInfo:
             tuple(tags),
             owner,
             last_activity,
+            held,
         )
 
     @classmethod
@@ -119,11 +125,14 @@ class SessionInfo:
         forked_from: str | None,
         about: tuple[str | None, tuple[str, ...], str | None] = (None, (), None),
         activity: float | None = None,
+        held: int = 0,
     ) -> SessionInfo:
         """A listed session, its ``Path`` and ``datetime`` made on first use; ``about`` is
         (title, tags, owner)."""
         info = cls.__new__(cls)
-        info._set(session_id, None, items, file_stat.st_size, None, paused, forked_from, *about, activity)
+        info._set(
+            session_id, None, items, file_stat.st_size, None, paused, forked_from, *about, activity, held
+        )
         object.__setattr__(info, "_name", path)
         object.__setattr__(info, "_microseconds", utc_microseconds(file_stat.st_mtime))
         return info
@@ -189,6 +198,11 @@ class SessionInfo:
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__match_args__)
         return f"SessionInfo({fields})"
+
+
+def held_note(held: int) -> str:
+    """How listings say what a paused run holds back: ``1 item held back`` (empty for none)."""
+    return f"{held} item{'' if held == 1 else 's'} held back" if held else ""
 
 
 def utc_seconds(mtime: float) -> int:

@@ -171,6 +171,7 @@ def test_ls_json_writes_the_bytes_orjson_would(sessions_dir: Path) -> None:
                 ),
                 "path": str(info.path),
                 "paused": info.paused,
+                "held": info.held,
                 "forked_from": info.forked_from,
                 "title": info.title,
                 "tags": list(info.tags),
