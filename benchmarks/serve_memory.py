@@ -14,7 +14,7 @@ kernel's peak) at the end.
 * **30 MB session, 16 stalled readers**: 16 clients each get the start of the page's items,
   then read nothing; then they close. Targets (issue 35): the peak under the server's bare
   memory + 1.5x the session + 50 MB, and within 20 MB of bare once they are gone. (Before:
-  655 MB, and 535 MB after; ``tests/serve/test_memory.py`` asserts the same.)
+  655 MB, and 535 MB after; ``tests/serve/test_serve_memory.py`` asserts the same.)
 
 Run:
     python benchmarks/serve_memory.py            # prints the table

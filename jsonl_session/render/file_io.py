@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..core import codec, item_times, reads
+from ..core import codec, item_times, reads, scanner
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.scanner import Scan
 from ..core.transaction import Transaction
@@ -107,7 +107,7 @@ def lines_leniently(
     and flag the rest, as the HTML page does.
     """
     data = read_file(path, lock_timeout=lock_timeout)
-    last = data.count(b"\n") + 1  # the line after the last newline: a torn tail if not an item
+    last = scanner.scan_lines(data).newlines + 1  # after the last newline: a torn tail if not an item
     return [
         Line(number, item, raw, None)
         if item is not None

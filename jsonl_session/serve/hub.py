@@ -8,7 +8,7 @@ count), dropped :data:`LINGER_SECONDS` after its last page went; its items are r
 (each as its view, escaped JSON bytes) only for a ``reset``, and kept only while an event
 stream follows the session. Pages themselves are streamed from the file
 (:meth:`Hub.open_page`, ``server.page_parts``): 16 stalled readers of a 30 MB session once
-held 553 MB (tests/serve/test_memory.py).
+held 553 MB (tests/serve/test_serve_memory.py).
 
 Why a mirror per open session, with a session follower of its own: a page must start from
 exactly the state the next change applies to. Each mirror has its own

@@ -58,6 +58,10 @@ COMMANDS = [
 def test_every_command_refuses_a_symlinked_session(planted: Path, command: list[str]) -> None:
     outside = planted.parent / "private.jsonl"
     args = [part.format(folder=planted) for part in command]
+    if command[0] == "import":  # a database that exists: the refusal must be the symlink's
+        import sqlite3
+
+        sqlite3.connect(planted.parent / "x.db").close()
     result = run(planted, *args, env=None)
     assert result.code == 1, (result.out, result.err)
     assert "symlink" in result.err + result.out and "internal error" not in result.err

@@ -112,16 +112,3 @@ def test_a_session_that_outgrew_the_window_is_flagged(sessions_dir: Path) -> Non
     assert "get_weather (line 3, function_call_output)" in lines[3]
     data = json.loads(run(sessions_dir, "stats", "--turns", "--json", "--context-window", "100").out)
     assert data["id"] == "weather" and data["fits"] is False and data["over_from_turn"] == 1
-
-
-def test_the_docs_example_prints_what_the_page_shows(sessions_dir: Path) -> None:
-    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
-    block = next(
-        block for block in page.split("```console\n") if block.startswith("$ jsonl-session stats weather")
-    )
-    command, *expected = block.split("\n```")[0].splitlines()
-    recorded(sessions_dir)
-    if read_growth(sessions_dir / "weather.jsonl").total_bytes != 794:
-        pytest.skip("this Agents SDK stores the items with other bytes than the example's")
-    shown = run(sessions_dir, *command.split()[2:])
-    assert shown.out.splitlines() + shown.err.splitlines() == expected
