@@ -23,7 +23,7 @@ import os
 import re
 import stat
 
-from .names import KINDS
+from .names import KINDS, TORN_SUFFIX
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 # of every command's start-up, and most commands never look for leftovers.
 # The one definition of a replace's temporary name: ``storage.replace_file`` makes every one
 # with :func:`create_temp`, the session's and every sidecar's (``.meta``, ``.times``, ``.run``...:
-# all of ``names.KINDS``), so each belongs to its session and ``check`` finds a killed writer's.
+# all of ``names.KINDS``, and the ``.torn`` fragments a restore puts back), so each belongs to
+# its session and ``check`` finds a killed writer's.
+_SUFFIXES = (*KINDS, TORN_SUFFIX, *(kind + TORN_SUFFIX for kind in KINDS))
 _TEMP_NAME = (
-    r"\.(?P<session>.+\.jsonl)(?:" + "|".join(re.escape(kind) for kind in KINDS) + r")?\.[0-9a-f]{8}\.tmp"
+    r"\.(?P<session>.+\.jsonl)(?:" + "|".join(re.escape(kind) for kind in _SUFFIXES) + r")?\.[0-9a-f]{8}\.tmp"
 )
 _EDIT_NAME = r"\.#(?P<session>.+\.jsonl)\.edit-(?P<pid>[0-9]+)-[0-9a-f]{8}\.jsonl"
 _FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

@@ -41,7 +41,6 @@ Example:
 
 from __future__ import annotations
 
-import glob
 import os
 import stat
 import time
@@ -267,8 +266,8 @@ def restore(directory: SessionDirectory | str | os.PathLike[str], session_id: st
             raise SessionExistsError(path, "exists and has items; restore never overwrites (rm it first)")
         # The file is empty: just made by this lock, or left so by a killed restore, whose
         # temporary files (``.<name>.<8 hex>.tmp``, locked while alive) go first.
-        for name in names:
-            for leftover in path.parent.glob(f".{glob.escape(name)}.[0-9a-f]*.tmp"):
+        for leftover in temp_files.temp_files_of(path):  # the session's and its sidecars'
+            if not temp_files.is_edit_copy(leftover):  # a kept edit is a person's, never removed here
                 temp_files.remove_if_orphaned(leftover)
         present = _existing_sidecars(path)
         wanted = {member.name: member.data for member in sidecars}

@@ -164,3 +164,17 @@ def test_a_live_temporary_file_does_not_hide_the_orphans_after_it(
     assert sorted(path.name for path in found) == [".s.jsonl.ffffffff.tmp", "s.jsonl.times"]
     assert (found[orphan].fixable, found[orphan].fixed) == (True, True)
     assert temp_files(sessions_dir) == [live]
+
+
+@pytest.mark.parametrize("suffix", [".torn", ".usage.torn", ".times"])
+def test_every_sidecar_kind_a_restore_writes_has_its_temporary_files_recognised(
+    sessions_dir: Path, suffix: str
+) -> None:
+    # A killed restore leaves the temporaries of what it was putting back, .torn fragments too;
+    # they were not recognised (the pattern knew only the sidecar kinds), so check missed them.
+    JSONLSession("s", sessions_dir).add_items_sync([ITEM])
+    left = sessions_dir / f".s.jsonl{suffix}.0123abcd.tmp"
+    left.write_bytes(b"half a restore")
+    result = run(sessions_dir, "check", "s", "--fix")
+    assert f"{left}: temporary copy (14 bytes) left by an interrupted rewrite; removed" in result.out
+    assert not left.exists()
