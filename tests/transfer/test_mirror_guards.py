@@ -16,6 +16,7 @@ receive raw control bytes, shown against a real PostgreSQL or Redis started by t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import os
@@ -416,3 +417,44 @@ def test_the_live_mirror_deletes_nothing_while_its_folder_is_gone(folder: Path, 
         wait_until(lambda: len([o for o in mirror.outcomes if "folder is gone" in o.detail]) == 3)
         assert sdk_view(pg) == stored
         folder.with_name("unmounted").rename(folder)
+
+
+def test_sqlite_a_foreign_writer_cannot_slip_in_between_the_count_and_the_write(
+    folder: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    path = tmp_path / "mirror.db"
+    url = f"sqlite:///{path}"
+    writer = session(folder, "s")
+    writer.add_items_sync([turn(1), turn(2)])
+    catch_up_mirror_sync(folder, url)
+    writer.add_items_sync([turn(3), turn(4)])
+    foreign: list[str] = []
+
+    def just_before_the_insert(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if foreign or not statement.lstrip().upper().startswith("INSERT INTO AGENT_MESSAGES"):
+            return
+        # Another writer adds the same two turns the SDK's way, right before the mirror's insert.
+        with contextlib.closing(sqlite3.connect(path, timeout=0, isolation_level=None)) as other:
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.executemany(
+                    "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
+                    [(text_of(turn(3)),), (text_of(turn(4)),)],
+                )
+                other.execute("COMMIT")
+                foreign.append("committed")
+            except sqlite3.OperationalError as exc:  # the mirror holds the writer's lock
+                foreign.append(str(exc))
+
+    event.listen(Engine, "before_cursor_execute", just_before_the_insert)
+    try:
+        catch_up_mirror_sync(folder, url)
+    finally:
+        event.remove(Engine, "before_cursor_execute", just_before_the_insert)
+    assert foreign == ["database is locked"]
+    assert sdk_view(url) == folder_view(folder) == {"s": [turn(n) for n in (1, 2, 3, 4)]}

@@ -85,9 +85,16 @@ class SqlTarget:
 
     async def _lock(self, connection: Any, session_id: str, *, create: bool) -> bool:
         """Lock the session's row; with ``create``, insert it first if missing. Whether it was there."""
-        from sqlalchemy import insert, select
+        from sqlalchemy import insert, select, update
         from sqlalchemy.exc import IntegrityError
 
+        if self.kind == "sqlite":
+            # SQLite has no row locks and its driver begins a transaction only at the first write:
+            # a write that changes nothing takes the database's writer lock first, as the SDK's
+            # own writers do, so nobody writes between this count and this transaction's write.
+            sessions = self.sessions
+            touch = update(sessions).where(sessions.c.session_id == session_id)
+            await connection.execute(touch.values(updated_at=sessions.c.updated_at))
         parent = select(self.sessions.c.session_id).where(self.sessions.c.session_id == session_id)
         if (await connection.execute(parent.with_for_update())).first() is not None:
             return True
