@@ -149,12 +149,8 @@ def search_sessions(
         (3, 'convo_123', 1)
     """
     folder = directory if isinstance(directory, SessionDirectory) else SessionDirectory(directory)
-    skip = frozenset(string_list("exclude", exclude))
-    wanted_tags = frozenset(string_list("tags", tags))
-    if owner is not None and not isinstance(owner, str):
-        raise TypeError(f"owner must be a str or None, not {type(owner).__name__}")
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    excluded, tags_wanted = _checked_scope(exclude, tags, owner, order)
+    skip, wanted_tags = frozenset(excluded), frozenset(tags_wanted)
     words = query.casefold().split()
     if not words:
         return Found(query, [], 0)
@@ -298,12 +294,7 @@ def session_search_tool(
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{label} must be a positive int, not {value!r}")
-    excluded = tuple(string_list("exclude", exclude))
-    wanted_tags = tuple(string_list("tags", tags))
-    if owner is not None and not isinstance(owner, str):
-        raise TypeError(f"owner must be a str or None, not {type(owner).__name__}")
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    excluded, wanted_tags = _checked_scope(exclude, tags, owner, order)
     if description is None:
         description = DEFAULT_DESCRIPTION if order == "newest" else RELEVANCE_DESCRIPTION
 
@@ -332,6 +323,19 @@ def session_search_tool(
         search_past_conversations, name_override=name, description_override=description
     )
     return tool
+
+
+def _checked_scope(
+    exclude: Iterable[str], tags: Iterable[str], owner: str | None, order: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``exclude`` and ``tags`` as tuples, checked with ``owner`` and ``order`` before any file is read."""
+    excluded = tuple(string_list("exclude", exclude))
+    wanted_tags = tuple(string_list("tags", tags))
+    if owner is not None and not isinstance(owner, str):
+        raise TypeError(f"owner must be a str or None, not {type(owner).__name__}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    return excluded, wanted_tags
 
 
 def _in_scope(
