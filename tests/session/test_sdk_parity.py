@@ -142,7 +142,7 @@ def test_the_compaction_snapshot_does_not_call_the_public_get_items(sessions_dir
     session = stored(sessions_dir, session_settings={"limit": 1})
     calls: list[Any] = []
 
-    async def counted_get_items(limit: int | None = None) -> list[Any]:
+    async def counted_get_items(limit: int | None = None, *, wrapper: Any = None) -> list[Any]:
         calls.append(limit)
         return []
 
