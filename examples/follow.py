@@ -27,7 +27,6 @@ import threading
 from typing import Any
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.session.store import DEFAULT_DIRECTORY
 from jsonl_session.watch import Change, apply
 
 SESSION_ID = "follow-demo"  # ./sessions/follow-demo.jsonl
@@ -159,7 +158,7 @@ def both() -> int:
 
     items = follow(stop, on_ready=start_writer)  # after stop: delivers what is written, then ends
     on_disk = JSONLSession(SESSION_ID).get_items_sync()
-    SessionDirectory(DEFAULT_DIRECTORY).delete(SESSION_ID)  # a demo: leave no file in the checkout
+    SessionDirectory().delete(SESSION_ID)  # a demo: leave no file in the checkout
     if items != on_disk:
         print("follower: MISMATCH between the rebuilt list and the file", file=sys.stderr)
         return 1

@@ -1,4 +1,8 @@
-"""Moved to :mod:`jsonl_session.transfer.folders`; this old import path still works and warns once."""
+"""Deprecated, removed in 0.3: import export_all and import_all from jsonl_session.transfer.
+
+This is ``jsonl_session.transfer.folders`` (internal) under its old name, so old imports, attributes and
+patches keep working until then; the first import warns.
+"""
 
 import sys
 import warnings
@@ -6,7 +10,8 @@ import warnings
 from .transfer import folders as _moved
 
 warnings.warn(
-    "jsonl_session.bulk moved to jsonl_session.transfer.folders; import it from there",
+    "jsonl_session.bulk is deprecated and removed in 0.3: "
+    "import export_all and import_all from jsonl_session.transfer",
     DeprecationWarning,
     stacklevel=2,
 )

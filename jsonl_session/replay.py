@@ -1,4 +1,8 @@
-"""Moved to :mod:`jsonl_session.tools.replay`; this old import path still works and warns once."""
+"""Deprecated, removed in 0.3: import Recording and ReplayMismatch from jsonl_session.
+
+This is ``jsonl_session.tools.replay`` (internal) under its old name, so old imports, attributes and
+patches keep working until then; the first import warns.
+"""
 
 import sys
 import warnings
@@ -6,7 +10,8 @@ import warnings
 from .tools import replay as _moved
 
 warnings.warn(
-    "jsonl_session.replay moved to jsonl_session.tools.replay; import it from there",
+    "jsonl_session.replay is deprecated and removed in 0.3: "
+    "import Recording and ReplayMismatch from jsonl_session",
     DeprecationWarning,
     stacklevel=2,
 )

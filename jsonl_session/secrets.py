@@ -1,4 +1,8 @@
-"""Moved to :mod:`jsonl_session.tools.secrets`; this old import path still works and warns once."""
+"""Deprecated, removed in 0.3: import scan_file, redact_session and SecretFinding from jsonl_session.
+
+This is ``jsonl_session.tools.secrets`` (internal) under its old name, so old imports, attributes and
+patches keep working until then; the first import warns.
+"""
 
 import sys
 import warnings
@@ -6,7 +10,8 @@ import warnings
 from .tools import secrets as _moved
 
 warnings.warn(
-    "jsonl_session.secrets moved to jsonl_session.tools.secrets; import it from there",
+    "jsonl_session.secrets is deprecated and removed in 0.3: "
+    "import scan_file, redact_session and SecretFinding from jsonl_session",
     DeprecationWarning,
     stacklevel=2,
 )

@@ -1,4 +1,8 @@
-"""Moved to :mod:`jsonl_session.core.worker_threads`; this old import path still works and warns once."""
+"""Deprecated, removed in 0.3: import wait_for_all from jsonl_session.
+
+This is ``jsonl_session.core.worker_threads`` (internal) under its old name, so old imports, attributes and
+patches keep working until then; the first import warns.
+"""
 
 import sys
 import warnings
@@ -6,7 +10,7 @@ import warnings
 from .core import worker_threads as _moved
 
 warnings.warn(
-    "jsonl_session.workers moved to jsonl_session.core.worker_threads; import it from there",
+    "jsonl_session.workers is deprecated and removed in 0.3: import wait_for_all from jsonl_session",
     DeprecationWarning,
     stacklevel=2,
 )

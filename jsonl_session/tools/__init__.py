@@ -5,6 +5,6 @@ agent keeps writing, ``secrets`` finds and redacts keys, ``grep`` finds items, `
 records a model's calls into a session and plays them back offline. Each is a library call
 first; the CLI only formats what they answer.
 
-Public: ``jsonl_session.tools.replay.Recording`` and ``jsonl_session.tools.secrets``
-(``scan_file``, ``redact_session``). The rest is internal.
+Internal, like every module here: the public names (``Recording``, ``scan_file``, ``prune``,
+``search_sessions``...) are imported from ``jsonl_session``.
 """

@@ -1,9 +1,10 @@
-"""Import paths that users were told about before the package was layered still work.
+"""Import paths that users were told about before the package was layered still work, for now.
 
-``jsonl_session.workers``, ``.bulk``, ``.replay`` and ``.secrets`` are the new modules under
-their old names and warn once with the new path; ``.session``, ``.transfer``, ``.watch`` and
-``.pytest_plugin`` kept their names; the console script and the pytest11 entry point resolve.
-Each case runs in a fresh interpreter, so "once" means the first import of the process.
+``jsonl_session.workers``, ``.bulk``, ``.replay`` and ``.secrets`` are the new (internal) modules
+under their old names: each warns once, naming the version that removes it and where its public
+names are imported from now; ``.session``, ``.transfer``, ``.watch`` and ``.pytest_plugin``
+kept their names; the console script and the pytest11 entry point resolve. Each case runs in a
+fresh interpreter, so "once" means the first import of the process.
 """
 
 from __future__ import annotations
@@ -14,17 +15,28 @@ from importlib import metadata
 
 import pytest
 
-MOVED = {
-    "workers": ("jsonl_session.core.worker_threads", "wait_for_all"),
-    "bulk": ("jsonl_session.transfer.folders", "export_all"),
-    "replay": ("jsonl_session.tools.replay", "Recording"),
-    "secrets": ("jsonl_session.tools.secrets", "scan_file"),
+MOVED = {  # old name: (the module it is now, a name it had, where that name is public, advice)
+    "workers": ("jsonl_session.core.worker_threads", "wait_for_all", "jsonl_session", "wait_for_all"),
+    "bulk": (
+        "jsonl_session.transfer.folders",
+        "export_all",
+        "jsonl_session.transfer",
+        "export_all and import_all",
+    ),
+    "replay": ("jsonl_session.tools.replay", "Recording", "jsonl_session", "Recording and ReplayMismatch"),
+    "secrets": (
+        "jsonl_session.tools.secrets",
+        "scan_file",
+        "jsonl_session",
+        "scan_file, redact_session and SecretFinding",
+    ),
 }
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))
-def test_a_moved_module_is_the_new_one_under_its_old_name_and_warns_once(old: str) -> None:
-    new, name = MOVED[old]
+def test_a_moved_module_is_the_new_one_under_its_old_name_and_warns_with_its_removal(old: str) -> None:
+    new, name, public, advice = MOVED[old]
+    advised_names = advice.replace(" and ", ", ")
     code = f"""
 import warnings
 warnings.simplefilter("always")
@@ -33,9 +45,12 @@ with warnings.catch_warnings(record=True) as caught:
     from jsonl_session.{old} import {name}
     import jsonl_session.{old}
 import {new} as real
-assert moved is real and {name} is real.{name}, (moved, real)
+from {public} import {advised_names}
+from {public} import {name} as advised
+assert moved is real and {name} is real.{name} is advised, (moved, real)
 messages = [str(w.message) for w in caught if w.category is DeprecationWarning]
-assert messages == ["jsonl_session.{old} moved to {new}; import it from there"], messages
+expected = "jsonl_session.{old} is deprecated and removed in 0.3: import {advice} from {public}"
+assert messages == [expected], messages
 """
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
