@@ -25,6 +25,12 @@ append itself. Keeping it raises two races, both handled after the lock is taken
   handle also records which operation holds it (a token), and other threads and tasks of
   the process wait for that token to clear.
 
+**Waiting.** A lock held by another process is polled for, never waited for forever by
+default: ``lock_timeout`` is a number of seconds (:func:`check_lock_timeout`, checked up front,
+:data:`DEFAULT_LOCK_TIMEOUT` unless given), and the polling backs off (:func:`backoff_delays`)
+so that a long wait costs little CPU while a short one (an append holds the lock for
+microseconds) ends quickly; the async wait sleeps (``asyncio.sleep``) the same delays.
+
 **Signals.** A signal handler may raise (``KeyboardInterrupt``) between any two bytecodes.
 The token and the ``flock`` change together inside ``with self._state`` (an ``RLock``, whose
 C ``__enter__``/``__exit__`` leave no gap), and each step that can raise undoes what it did.
@@ -60,13 +66,13 @@ from types import TracebackType
 from . import flock
 from .errors import LockReentryError, LockTimeout
 from .fork_safety import close_in_forked_child
-from .lock_waits import DEFAULT_LOCK_TIMEOUT, backoff_delays, check_lock_timeout
 from .safe_open import MISSING, fsync_directory, make_private_directories, open_file
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from os import PathLike
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     T = TypeVar("T")
 
@@ -91,6 +97,37 @@ BUSY = -1
 TOKENS = itertools.count(1)
 """``next(TOKENS)`` is a new lock block's token: which block holds a handle's lock, since threads
 share the ``flock``. A bare ``next()`` rather than a function: every lock takes one (~1 µs a call)."""
+
+DEFAULT_LOCK_TIMEOUT = 10.0
+"""Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
+
+# Polling backoff while another process holds the lock: first retry after 0.2 ms (an
+# append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
+_FIRST_DELAY = 0.0002
+_MAX_DELAY = 0.005
+
+
+def check_lock_timeout(value: Any) -> float:
+    """A lock wait must be bounded: refuse None, negatives, NaN and non-numbers up front.
+
+    Example:
+        >>> check_lock_timeout(2)
+        2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(
+            f"lock_timeout must be a number of seconds >= 0, not {value!r} "
+            "(waiting forever for another process is never the default)"
+        )
+    return float(value)
+
+
+def backoff_delays() -> Iterator[float]:
+    """Waits between attempts on a lock held elsewhere: 0.2 ms, doubling up to 5 ms."""
+    delay = _FIRST_DELAY
+    while True:
+        yield delay
+        delay = min(delay * 2, _MAX_DELAY)
 
 
 class FileHandle:

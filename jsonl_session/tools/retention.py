@@ -5,6 +5,7 @@
 ``archive_files`` and ``docs/format.md``), then deletes it. :func:`restore` puts one back,
 byte-identical, and deletes its archive. :func:`list_archives` says what can be restored, and
 :func:`archived_usage` what the archived sessions cost (``stats`` adds it to its totals).
+:func:`parse_duration` reads ``--older-than`` as people type it (``30d``, ``1d12h``).
 
 **Order, so that no kill loses anything.** For each session, :func:`prune`:
 
@@ -42,6 +43,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from dataclasses import dataclass
@@ -58,7 +60,6 @@ from ..session.folder import SessionDirectory
 from . import archive_files
 from .archive_files import Member
 from .archive_listing import ArchivedSession, archived_usage, list_archives
-from .durations import parse_duration
 
 # What belongs to a session besides its file: the sidecars ``rm`` removes (so a new kind added
 # there is archived too) and the ``.torn`` fragments of the session and of its usage log.
@@ -68,6 +69,9 @@ _SIDECARS = (
     *(kind + TORN_SUFFIX for kind in sidecar_files.KINDS),
 )
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 
 ARCHIVED = "archived"
 WOULD_ARCHIVE = "would archive"
@@ -107,6 +111,25 @@ class RestoreOutcome:
     files: tuple[str, ...]
     already_restored: bool = False
     """A killed restore had put every file back already; only the archive was left to delete."""
+
+
+def parse_duration(text: str) -> timedelta:
+    """A duration as ``prune --older-than`` takes it: ``90m``, ``12h``, ``30d``, ``2w``, ``1d12h``.
+
+    Units: ``s``, ``m`` (minutes), ``h``, ``d``, ``w``; a bare number is refused (which unit?).
+
+    Example:
+        >>> parse_duration("1d12h")
+        datetime.timedelta(days=1, seconds=43200)
+
+    Raises:
+        ValueError: not such a duration.
+    """
+    cleaned = text.strip().lower().replace(" ", "")
+    parts = _DURATION.findall(cleaned)
+    if not cleaned or "".join(number + unit for number, unit in parts) != cleaned:
+        raise ValueError(f"not a duration: {text!r} (examples: 90m, 12h, 30d, 2w, 1d12h)")
+    return timedelta(seconds=sum(float(number) * _UNITS[unit] for number, unit in parts))
 
 
 def prune(
