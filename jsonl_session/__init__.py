@@ -48,8 +48,9 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editor
     from .history.paused_runs import PausedRun
     from .history.turn_growth import read_growth
     from .history.turns import Turn
-    from .session.folder import SessionDirectory, SessionInfo
+    from .session.folder import SessionDirectory
     from .session.routing import Route
+    from .session.session_info import SessionInfo
     from .session.settings import SessionSettings
     from .session.store import Draft, JSONLSession
     from .tools.check import check_file
@@ -83,7 +84,7 @@ _LAZY = {
     "Route": "session.routing",
     "SecretFinding": "tools.secrets",
     "SessionDirectory": "session.folder",
-    "SessionInfo": "session.folder",
+    "SessionInfo": "session.session_info",
     "SessionMetadata": "history.metadata",
     "SessionSettings": "session.settings",
     "Turn": "history.turns",

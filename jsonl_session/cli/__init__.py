@@ -7,8 +7,9 @@ one module per command family holds the commands: ``sessions`` (``ls``, ``show``
 ``redact``, ``edit``, ``grep``, ``stats``), ``history`` (``rewind``, ``show --turns``, ``ls
 --tree``), ``follow`` (``tail -f``), ``transfer`` (``export``, ``import``) and ``serve``.
 Library errors become one line on stderr and an exit code (0 ok, 1 problems found or failed,
-2 usage error), never a traceback. Nothing here imports ``jsonl_session.core``: the CLI uses
-the library's public and internal interfaces only (an import-linter contract).
+2 usage error), never a traceback. Nothing here imports the core modules that lock, read or
+write session files (``locking``, ``reads``, ``storage``, ``transaction``): the library does
+that (an import-linter contract).
 
 Example:
     >>> from jsonl_session.cli import main

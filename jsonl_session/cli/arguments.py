@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from ..session.folder import DEFAULT_LOCK_TIMEOUT
+from ..core.locking import DEFAULT_LOCK_TIMEOUT
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

@@ -73,7 +73,7 @@ def session_named(args: argparse.Namespace, name: str) -> JSONLSession:
         return existing(args, name)
     from pathlib import Path
 
-    from ..session.folder import id_for
+    from ..core.names import id_for
 
     path = Path(name)
     session_id = id_for(path.name)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ..core.codec import dumps_any
 from ..render.item_text import Style, render
-from ..render.json_lines import json_line, json_lines
 from ..render.terminal_text import printable
 from .arguments import PROG
 
@@ -33,7 +33,7 @@ class UsageError(Failure):
 def print_items(args: argparse.Namespace, items: list[Any], *, first: int | None = None) -> None:
     """Items as a transcript (numbered from ``first``, if given), or as JSON Lines with ``--json``."""
     if args.json:
-        sys.stdout.buffer.write(json_lines(items))
+        sys.stdout.buffer.write(b"".join(dumps_any(item) + b"\n" for item in items))
         sys.stdout.flush()
         return
     style = style_for(sys.stdout)
@@ -44,7 +44,7 @@ def print_items(args: argparse.Namespace, items: list[Any], *, first: int | None
 
 def print_json(value: Any) -> None:
     """One JSON line on stdout."""
-    sys.stdout.buffer.write(json_line(value))
+    sys.stdout.buffer.write(dumps_any(value) + b"\n")
 
 
 def style_for(stream: IO[str]) -> Style:

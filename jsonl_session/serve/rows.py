@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 from ..core.errors import JSONLSessionError
 from ..history.metadata import read_default_title
-from ..session.folder import SessionInfo, held_note
+from ..session.session_info import SessionInfo, held_note
 
 
 def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:

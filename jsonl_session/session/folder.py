@@ -20,7 +20,7 @@ from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_direc
 from ..core.names import DEFAULT_DIRECTORY, META, TIMES, filename_for, id_for
 from ..core.transaction import Transaction
 from .listing_cache import ListingCache
-from .session_info import SessionInfo, held_note, in_datetime_range, utc_microseconds, utc_seconds
+from .session_info import SessionInfo, in_datetime_range, utc_microseconds
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -29,15 +29,7 @@ if TYPE_CHECKING:
 
     from .store import JSONLSession
 
-# DEFAULT_LOCK_TIMEOUT and id_for are core's, offered here to the CLI, which imports no core module.
-__all__ = [
-    "DEFAULT_LOCK_TIMEOUT",
-    "SessionDirectory",
-    "SessionInfo",
-    "held_note",
-    "id_for",
-    "utc_seconds",
-]
+__all__ = ["SessionDirectory"]
 
 
 class SessionDirectory:

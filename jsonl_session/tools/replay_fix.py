@@ -26,10 +26,9 @@ from typing import Any
 from ..core import scanner, sidecar_files
 from ..core.errors import MalformedLineError
 from ..core.locking import MISSING
-from ..core.names import DROPPED
+from ..core.names import DROPPED, id_for
 from ..history.lineage import now
 from ..history.replay_rules import ReplayProblem, replay_problems
-from ..session.folder import id_for
 from ..session.store import JSONLSession
 
 

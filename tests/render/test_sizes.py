@@ -1,16 +1,13 @@
-"""One size formatter for every place a size is shown, and the JSON Lines the CLI's ``--json`` writes."""
+"""One size formatter for every place a size is shown."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import orjson
 import pytest
 
 from jsonl_session import JSONLSession
 from jsonl_session.render.file_io import read_views
-from jsonl_session.render.json_lines import json_line, json_lines
 from jsonl_session.render.markdown import markdown
 from jsonl_session.render.sizes import human_size
 from jsonl_session.render.views import ViewBuilder
@@ -55,21 +52,3 @@ def test_markdown_sizes_a_block_holding_a_lone_surrogate() -> None:
     # a line may spell one as \ud800, and reading accepts it: its size must not fail the page
     view = ViewBuilder().view({"type": "function_call_output", "call_id": "c", "output": "a\ud800"}, 1)
     assert "· 4 B</summary>" in markdown("t", [view])
-
-
-def test_json_line_is_one_compact_line_of_what_orjson_writes() -> None:
-    value = {"role": "user", "content": "héllo\nworld", "n": [1, 2.5, None, True]}
-    assert json_line(value) == orjson.dumps(value) + b"\n"
-    assert json.loads(json_line(value)) == value
-
-
-def test_json_lines_write_what_orjson_cannot() -> None:
-    huge = {"n": 2**70}
-    deep: object = 1
-    for _ in range(300):  # deeper than orjson writes (254)
-        deep = [deep]
-    data = json_lines([huge, {"deep": deep}, {}])
-    lines = data.split(b"\n")
-    assert lines[-1] == b"" and len(lines) == 4
-    assert json.loads(lines[0]) == huge and json.loads(lines[1]) == {"deep": deep} and lines[2] == b"{}"
-    assert json_lines([]) == b""
