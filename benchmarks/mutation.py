@@ -130,7 +130,7 @@ TESTS: dict[str, list[str]] = {
     "tools/check.py": [
         "tests/tools/test_check.py",
         "tests/tools/test_check_fix_lock.py",
-        "tests/tools/test_replay_lint.py",
+        "tests/tools/test_resend_lint.py",
         "tests/core/test_data_durability.py",
         "tests/core/test_leftovers.py",
         "tests/history/test_lineage.py",

@@ -239,7 +239,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     check = command_parser(
         commands,
         "check",
-        "verify session files: bad lines, torn tails, what the model API refuses on replay (exit 1 if any)",
+        "verify session files: bad lines, torn tails, what the model API refuses when resent (exit 1 if any)",
         f"{PROG} check\n{PROG} check convo_123 --fix\n"
         f"{PROG} check --secrets sessions/*.jsonl   # as a pre-commit hook",
         json=True,

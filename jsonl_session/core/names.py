@@ -25,7 +25,7 @@ USAGE = ".usage"
 RUN = ".run"
 META = ".meta"  # title, tags, owner and a free-form mapping (history/metadata.py)
 TIMES = ".times"  # when each item was added, one record per item (core/item_times.py)
-DROPPED = ".dropped"  # what `check --fix` dropped, one JSON line each (tools/replay_fix.py)
+DROPPED = ".dropped"  # what `check --fix` dropped, one JSON line each (tools/resend_fix.py)
 KINDS = (LINEAGE, USAGE, RUN, META, TIMES, DROPPED)
 """Sidecar suffixes that describe a session and go (rm, import) with it. ``.torn`` is not one:
 it holds bytes nobody has looked at, and ``rm`` keeps it."""

@@ -9,7 +9,7 @@ Problems found, each with the file and the line it is on:
 * a ``function_call`` with no ``function_call_output`` for its ``call_id``, or an output
   with no call: the model API rejects such a history on the next turn.
   Calls that a paused run (``.run``) waits to have approved are not reported;
-* the rest of the replay lint (``history.replay_rules``, docs/replay-lint.md): a reasoning item
+* the rest of the resend lint (``history.resend_rules``, docs/resend-lint.md): a reasoning item
   not followed by the item it produced, an approval request without its response, duplicate ids;
 * a fork whose source has diverged from the prefix recorded in its ``.lineage`` (see
   ``lineage``), or whose lineage file is unreadable;
@@ -25,7 +25,7 @@ Problems found, each with the file and the line it is on:
   ``leftovers``).
 
 Only torn tails, leftover temporary files and sidecars, orphaned reasoning items and repeated copies of an
-item are fixable here (``replay_fix``): every other repair means deciding what the conversation
+item are fixable here (``resend_fix``): every other repair means deciding what the conversation
 should say, which is a job for ``jsonl-session edit``.
 """
 
@@ -43,13 +43,13 @@ from ..core.errors import LockTimeout, SessionFileError, TornTailWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.names import DROPPED, META
 from ..core.transaction import Transaction
-from ..history import replay_rules
-from ..history.replay_rules import ReplayLint
+from ..history import resend_rules
+from ..history.resend_rules import ResendLint
 from . import conflicts, leftovers
 
-# A call item type -> the type of the item that answers it, matched on ``call_id``: the replay
-# lint's table (docs/replay-lint.md), named here too for ``edit_copy``.
-CALL_PAIRS = replay_rules.CALL_PAIRS
+# A call item type -> the type of the item that answers it, matched on ``call_id``: the resend
+# lint's table (docs/resend-lint.md), named here too for ``edit_copy``.
+CALL_PAIRS = resend_rules.CALL_PAIRS
 _ANSWER_TO_CALL = {answer: call for call, answer in CALL_PAIRS.items()}
 _ANSWERS = frozenset(_ANSWER_TO_CALL)
 
@@ -125,7 +125,7 @@ def check_file(
     problems.extend(_sidecar_problems(path, lock_timeout))
     problems.extend(Problem(*marker) for marker in conflicts.sidecar_markers(path))
     if fix and any(problem.fixable and not problem.fixed for problem in problems if problem.line):
-        problems = _fix_for_replay(path, problems, lock_timeout)  # after the lock above is released
+        problems = _fix_for_resend(path, problems, lock_timeout)  # after the lock above is released
     return sorted(problems, key=lambda problem: problem.line or 0)
 
 
@@ -239,14 +239,14 @@ def _awaiting_approval(path: Path) -> frozenset[Any]:
     return frozenset(entry.get("call_id") for entry in paused.pending) if paused is not None else frozenset()
 
 
-def _fix_for_replay(path: Path, problems: list[Problem], lock_timeout: float) -> list[Problem]:
-    """Drop the lines the replay lint may drop (``replay_fix``); each is then reported as fixed.
+def _fix_for_resend(path: Path, problems: list[Problem], lock_timeout: float) -> list[Problem]:
+    """Drop the lines the resend lint may drop (``resend_fix``); each is then reported as fixed.
 
     Line numbers stay those of the file as it was read (a writer only appends meanwhile, which
     renumbers nothing): ``check`` without ``fix`` shows exactly these lines first. A dropped
     line's other problems go with it (a duplicate id on an orphaned reasoning item).
     """
-    from .replay_fix import drop_fixable
+    from .resend_fix import drop_fixable
 
     dropped = drop_fixable(path, awaiting=_awaiting_approval(path), lock_timeout=lock_timeout)
     gone = {problem.line for problem in dropped}
@@ -314,7 +314,7 @@ class _LineChecker:
         self.answers: dict[tuple[str, Any], int] = {}  # (type of the call answered, call_id) -> line
         self.next_number = 1
         self.pending = b""
-        self.replay = ReplayLint(awaiting)  # reasoning without its item, unanswered approvals, duplicate ids
+        self.resend = ResendLint(awaiting)  # reasoning without its item, unanswered approvals, duplicate ids
 
     def take(self, scan: scanner.Scan) -> None:
         for line in scan.lines:  # storage's one line scanner
@@ -334,7 +334,7 @@ class _LineChecker:
         if reason is not None:
             self.found.append(Problem(self.path, number, reason))
             return
-        self.replay.take(number, item)
+        self.resend.take(number, item)
         kind = item.get("type")
         if kind in CALL_PAIRS:
             self.calls.setdefault((kind, item.get("call_id")), (number, item.get("name")))
@@ -356,9 +356,9 @@ class _LineChecker:
                 found.append(
                     Problem(self.path, number, f"{CALL_PAIRS[key[0]]} {key[1]!r} answers no {key[0]}")
                 )
-        for replay in self.replay.problems():
-            hint = "; `check --fix` drops the line" if replay.fixable else ""
-            found.append(Problem(self.path, replay.line, replay.reason + hint, replay.fixable))
+        for resend in self.resend.problems():
+            hint = "; `check --fix` drops the line" if resend.fixable else ""
+            found.append(Problem(self.path, resend.line, resend.reason + hint, resend.fixable))
         return found
 
     def torn_tail(self) -> Problem | None:

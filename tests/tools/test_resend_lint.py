@@ -1,8 +1,8 @@
-"""The replay lint (issue 26 point 1): what the model API refuses on replay, by file and line.
+"""The resend lint: what the model API refuses when a history is sent again, by file and line.
 
 Each rule has a failing and a passing case on a real file through ``check_file``; ``check
 --fix`` drops only what needs no decision, through the session's lock, while another process
-appends. The rules and their sources are in docs/replay-lint.md.
+appends. The rules and their sources are in docs/resend-lint.md.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from cli_helpers import run
 
 from jsonl_session import JSONLSession
-from jsonl_session.history.replay_rules import CALL_PAIRS, FAKE_ID, replay_problems
+from jsonl_session.history.resend_rules import CALL_PAIRS, FAKE_ID, resend_problems
 from jsonl_session.tools.check import check_file
 
 USER: dict[str, Any] = {"role": "user", "content": "hi"}
@@ -156,7 +156,7 @@ def test_distinct_ids_and_the_sdks_placeholder_id_pass(sessions_dir: Path) -> No
 
 def test_the_rules_are_a_pure_function_of_numbered_items() -> None:
     numbered = [(1, USER), (4, REASONING), (9, USER)]  # blank lines between: numbers are the file's
-    assert [(problem.line, problem.fixable) for problem in replay_problems(numbered)] == [(4, True)]
+    assert [(problem.line, problem.fixable) for problem in resend_problems(numbered)] == [(4, True)]
 
 
 # -- check --fix ---------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
-"""The replay lint: what the model API refuses when a stored history is sent back as input.
+"""The resend lint: what the model API refuses when a stored history is sent back as input.
 
 A session's items go back to the model on the next run. A history cut by hand, by an item
 limit or by a killed process can hold an item the Responses API refuses (HTTP 400) or that
 the Agents SDK silently drops before sending. These rules find them, one line at a time, so
-``check`` names each with its file and line (docs/replay-lint.md cites each rule's source):
+``check`` names each with its file and line (docs/resend-lint.md cites each rule's source):
 
 * ``orphaned reasoning``: a ``reasoning`` item not followed (after any further reasoning
   items) by the item the same response produced: followed by a user, system or developer
@@ -20,12 +20,12 @@ Tool calls without their outputs (and outputs without their calls) are checked b
 ``tools.check`` over :data:`CALL_PAIRS`, the call types the SDK stores and pairs on
 ``call_id``.
 
-Pure: a :class:`ReplayLint` is fed ``(line number, item)`` pairs in file order and keeps only
+Pure: a :class:`ResendLint` is fed ``(line number, item)`` pairs in file order and keeps only
 line numbers, ids and the previous item, so a session of any size is linted in flat memory.
 
 Example:
     >>> history = [(1, {"role": "user", "content": "hi"}), (2, {"type": "reasoning", "id": "rs_1"})]
-    >>> [(problem.line, problem.fixable) for problem in replay_problems(history)]
+    >>> [(problem.line, problem.fixable) for problem in resend_problems(history)]
     [(2, True)]
 """
 
@@ -58,8 +58,8 @@ _INPUT_TYPES = frozenset({*CALL_PAIRS.values(), "mcp_approval_response"})
 
 
 @dataclass(frozen=True)
-class ReplayProblem:
-    """One item the model API would refuse on replay, by its line in the file.
+class ResendProblem:
+    """One item the model API would refuse when the history is sent again, by its line in the file.
 
     ``fixable``: dropping that line repairs it without deciding what the conversation says.
     """
@@ -69,8 +69,8 @@ class ReplayProblem:
     fixable: bool = False
 
 
-class ReplayLint:
-    """The replay rules over one history, fed in file order; :meth:`problems` once it is all fed.
+class ResendLint:
+    """The resend rules over one history, fed in file order; :meth:`problems` once it is all fed.
 
     ``awaiting``: ids a paused run (``.run``) waits on; ``None`` among them stands for an
     approval the run records without an id (the SDK's hosted MCP approvals), so unanswered
@@ -79,7 +79,7 @@ class ReplayLint:
 
     def __init__(self, awaiting: Iterable[Any] = ()) -> None:
         self.awaiting = frozenset(awaiting)
-        self.found: list[ReplayProblem] = []
+        self.found: list[ResendProblem] = []
         self._reasoning: list[tuple[int, Any]] = []  # (line, id) waiting for the item they produced
         self._ids: dict[str, int] = {}  # id -> first line
         self._previous: Any = None
@@ -102,7 +102,7 @@ class ReplayLint:
                 repeated = item == self._previous  # the same item written twice in a row
                 how = "a repeated copy of the line before it" if repeated else "which item belongs is unknown"
                 self.found.append(
-                    ReplayProblem(number, f"duplicate id {item_id!r} (line {first}): {how}", repeated)
+                    ResendProblem(number, f"duplicate id {item_id!r} (line {first}): {how}", repeated)
                 )
             if kind == "mcp_approval_request":
                 self._requests.setdefault(item_id, number)
@@ -112,7 +112,7 @@ class ReplayLint:
                 self._responses.add(answered)
         self._previous = item
 
-    def problems(self) -> list[ReplayProblem]:
+    def problems(self) -> list[ResendProblem]:
         """Every problem found, by line (call once, after the last item)."""
         self._orphans("it ends the history")
         self._reasoning.clear()
@@ -121,7 +121,7 @@ class ReplayLint:
             if request_id in self._responses or request_id in self.awaiting or waits_unnamed:
                 continue
             self.found.append(
-                ReplayProblem(number, f"mcp_approval_request {request_id!r} has no mcp_approval_response")
+                ResendProblem(number, f"mcp_approval_request {request_id!r} has no mcp_approval_response")
             )
         return sorted(self.found, key=lambda problem: problem.line)
 
@@ -129,17 +129,17 @@ class ReplayLint:
         for number, reasoning_id in self._reasoning:
             named = f" {reasoning_id!r}" if isinstance(reasoning_id, str) else ""
             self.found.append(
-                ReplayProblem(
+                ResendProblem(
                     number, f"reasoning{named} is not followed by the item it produced ({why})", True
                 )
             )
 
 
-def replay_problems(
+def resend_problems(
     numbered: Iterable[tuple[int, dict[str, Any]]], awaiting: Iterable[Any] = ()
-) -> list[ReplayProblem]:
-    """The replay problems of ``(line number, item)`` pairs in file order (see :class:`ReplayLint`)."""
-    lint = ReplayLint(awaiting)
+) -> list[ResendProblem]:
+    """The resend problems of ``(line number, item)`` pairs in file order (see :class:`ResendLint`)."""
+    lint = ResendLint(awaiting)
     for number, item in numbered:
         lint.take(number, item)
     return lint.problems()

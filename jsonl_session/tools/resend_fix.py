@@ -1,6 +1,6 @@
-"""``check --fix`` for the replay lint: drop the lines that can go without deciding what was said.
+"""``check --fix`` for the resend lint: drop the lines that can go without deciding what was said.
 
-What goes (``ReplayProblem.fixable``, see ``history.replay_rules``): a reasoning item not
+What goes (``ResendProblem.fixable``, see ``history.resend_rules``): a reasoning item not
 followed by the item it produced, and a copy of an item identical to the line right before it
 (a duplicate id written twice). Everything else the lint finds is reported and kept: a call
 without its output (the SDK may still be running the tool; inventing an output is a guess),
@@ -28,12 +28,12 @@ from ..core.errors import MalformedLineError
 from ..core.locking import MISSING
 from ..core.names import DROPPED, id_for
 from ..history.lineage import now
-from ..history.replay_rules import ReplayProblem, replay_problems
+from ..history.resend_rules import ResendProblem, resend_problems
 from ..session.store import JSONLSession
 
 
-def drop_fixable(path: Path, *, awaiting: Iterable[Any] = (), lock_timeout: float) -> list[ReplayProblem]:
-    """Remove, in one atomic rewrite under the write lock, every line the replay lint may drop.
+def drop_fixable(path: Path, *, awaiting: Iterable[Any] = (), lock_timeout: float) -> list[ResendProblem]:
+    """Remove, in one atomic rewrite under the write lock, every line the resend lint may drop.
 
     Returns what was removed, by the line it was on before (empty when nothing could be, e.g.
     the file has a line that is not an item: that is for a person first).
@@ -47,7 +47,7 @@ def drop_fixable(path: Path, *, awaiting: Iterable[Any] = (), lock_timeout: floa
     if session_id is None:  # not a name a session has: no session object can rewrite it
         return []
     session = JSONLSession(session_id, path.parent, lock_timeout=lock_timeout)
-    dropped: list[ReplayProblem] = []
+    dropped: list[ResendProblem] = []
     try:
         with session.locked(write=True, create=False) as fd:
             if fd == MISSING:
@@ -58,7 +58,7 @@ def drop_fixable(path: Path, *, awaiting: Iterable[Any] = (), lock_timeout: floa
                 if len(numbers) != len(draft.items):
                     return []  # cannot tell which line is which: change nothing
                 numbered = list(zip(numbers, draft.items))
-                dropped = [problem for problem in replay_problems(numbered, awaiting) if problem.fixable]
+                dropped = [problem for problem in resend_problems(numbered, awaiting) if problem.fixable]
                 gone = {problem.line for problem in dropped}
                 if gone:
                     _keep_dropped(path, numbered, dropped, lock_timeout)
@@ -76,7 +76,7 @@ def dropped_path(path: Path) -> Path:
 
 
 def _keep_dropped(
-    path: Path, numbered: list[tuple[int, Any]], dropped: list[ReplayProblem], lock_timeout: float
+    path: Path, numbered: list[tuple[int, Any]], dropped: list[ResendProblem], lock_timeout: float
 ) -> None:
     """Append each dropped item, durably, to the ``.dropped`` sidecar (under the session's lock)."""
     items = dict(numbered)
