@@ -36,10 +36,10 @@ INDENT = " " * 6
 
 def diff_text(views: Iterable[ItemView]) -> str:
     """Every item as text, separated by blank lines."""
-    return "\n".join(item_text(view) for view in views)
+    return "\n".join(item_block(view) for view in views)
 
 
-def item_text(view: ItemView) -> str:
+def item_block(view: ItemView) -> str:
     """One item: ``  12  tool call get_weather  [call_1]`` then its text and blocks, indented."""
     heading = f"{view.number:>4}  {_line(view.title)}"
     if view.ref:

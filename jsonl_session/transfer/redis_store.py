@@ -23,7 +23,7 @@ import orjson
 from ..core.codec import has_long_digit_run
 from .companion import REDIS_PREFIX, Metadata, from_redis, to_redis
 from .outcomes import Outcome, plan
-from .sdk_schema import NotStorable, check_storable, item_text, messages_key, session_key
+from .sdk_schema import NotStorable, check_storable, messages_key, session_key, stored_text
 
 __all__ = ["export_one", "read_companion", "read_session"]
 
@@ -78,7 +78,7 @@ async def export_one(
                     pipe.hset(hash_key, "session_id", session_id)
                     pipe.hsetnx(hash_key, "created_at", now)
                 if tail:
-                    pipe.rpush(list_key, *[item_text(item) for item in tail])
+                    pipe.rpush(list_key, *[stored_text(item) for item in tail])
                     pipe.hset(hash_key, "updated_at", now)
                 if not same_metadata:
                     pipe.delete(meta_key)

@@ -11,7 +11,7 @@ reading of the SDK cannot drift from the first:
   ``updated_at``), the list ``agents:session:<id>:messages`` (one text per item) and the
   counter ``agents:session:<id>:counter``, under the SDK's default ``key_prefix``;
 * **an item's stored text**: ``json.dumps(item, separators=(",", ":"))`` (ASCII-escaped),
-  the same in both stores (:func:`item_text`).
+  the same in both stores (:func:`stored_text`).
 
 It also says which ids a backend can hold exactly (:func:`refusal`): a Redis id ending in
 ``:messages`` or ``:counter`` names another session's keys (``a:messages``'s hash *is*
@@ -37,7 +37,6 @@ __all__ = [
     "check_storable",
     "create_sdk_tables",
     "id_problem",
-    "item_text",
     "kind_of",
     "messages_key",
     "redis_client",
@@ -46,6 +45,7 @@ __all__ = [
     "session_key",
     "sql_engine",
     "sql_ids",
+    "stored_text",
     "tables",
 ]
 
@@ -58,11 +58,11 @@ REDIS_SUFFIXES = (":messages", ":counter")
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
-def item_text(item: Any) -> str:
+def stored_text(item: Any) -> str:
     """The text the SDK's ``SQLAlchemySession`` and ``RedisSession`` store for ``item``.
 
     Example:
-        >>> item_text({"role": "user", "content": "café"})
+        >>> stored_text({"role": "user", "content": "café"})
         '{"role":"user","content":"caf\\\\u00e9"}'
     """
     return json.dumps(item, ensure_ascii=True, separators=(",", ":"))

@@ -31,7 +31,7 @@ from typing import Any
 
 from .companion import TABLE, Entry, Metadata
 from .outcomes import Outcome, plan
-from .sdk_schema import MESSAGES_TABLE, item_text
+from .sdk_schema import MESSAGES_TABLE, stored_text
 from .sdk_schema import tables as sdk_tables
 
 __all__ = ["Job", "export_batch", "read_companion", "supported", "write_companion"]
@@ -133,7 +133,7 @@ async def export_batch(engine: Any, jobs: list[Job], *, replace: bool = False) -
             if decided.clear:
                 cleared.append(job.session_id)
             inserts += [
-                {"session_id": job.session_id, "message_data": item_text(item)}
+                {"session_id": job.session_id, "message_data": stored_text(item)}
                 for item in job.items[decided.start :]
             ]
         if cleared:

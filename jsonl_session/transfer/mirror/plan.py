@@ -5,7 +5,7 @@ stored rows inside their transaction and ask :func:`plan` what to remove and wha
 
 Items are compared *by content*, as the Agents SDK stores them: both of its stores write
 ``json.dumps(item, separators=(",", ":"))`` (ASCII-escaped), so a file item is turned into that
-text once (:func:`item_text`) and a stored row is equal to it when its text is the same, or when
+text once (:func:`stored_text`) and a stored row is equal to it when its text is the same, or when
 it decodes to a value whose SDK text is the same (a row written by another encoder). A row that
 does not decode (the SDK's readers skip it) is never equal to anything, so it is replaced.
 
@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..sdk_schema import item_text
+from ..sdk_schema import stored_text
 
-__all__ = ["Applied", "DatabaseReset", "Plan", "item_text", "plan", "same", "texts_of"]
+__all__ = ["Applied", "DatabaseReset", "Plan", "plan", "same", "stored_text", "texts_of"]
 
 
 def texts_of(items: Sequence[Any]) -> list[str]:
-    """:func:`item_text` of every item."""
-    return [item_text(item) for item in items]
+    """:func:`stored_text` of every item."""
+    return [stored_text(item) for item in items]
 
 
 def same(stored: str | bytes, text: str) -> bool:
@@ -46,7 +46,7 @@ def same(stored: str | bytes, text: str) -> bool:
     if stored == text:
         return True
     try:
-        return item_text(json.loads(stored)) == text
+        return stored_text(json.loads(stored)) == text
     except ValueError:  # not JSON (the SDK skips such a row): differs
         return False
 
