@@ -23,9 +23,8 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from .. import InvalidBackendURL, InvalidSessionId, JSONLSessionError, LockTimeout
-from .arguments import PROG
 from .output import Failure, UsageError, error, message, note
-from .parser import build_parser, command_word
+from .parser import PROG, build_parser, command_word
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

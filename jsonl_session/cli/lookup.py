@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 
 from ..session.folder import SessionDirectory
-from .arguments import DIR_ENV
 from .output import Failure, UsageError
+from .parser import DIR_ENV
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

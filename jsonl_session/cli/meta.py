@@ -10,9 +10,9 @@ import argparse
 from typing import Any
 
 from ..render.terminal_text import printable
-from .arguments import PROG
 from .lookup import existing
 from .output import UsageError, note, print_json
+from .parser import PROG
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import sys
 from ..core.codec import dumps_any
 from ..render.item_text import Style, render
 from ..render.terminal_text import printable
-from .arguments import PROG
+from .parser import PROG
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

@@ -1,10 +1,10 @@
-"""The ``jsonl-session`` command line's grammar: every command, its options, help and examples.
+"""The ``jsonl-session`` command line's grammar, in one place: every command, its options, help and examples.
 
-Built with the kit in ``arguments`` (shared options, types, the help formatter).
-
-Kept apart from the commands themselves (one module per family), which only read the
-parsed arguments. Building the parser is part of every command's start-up, so ``main``
-builds just the command on the command line (:func:`build_parser` with ``only``).
+:func:`build_parser` lists the commands (the commands themselves, one module per family, only
+read the parsed arguments); below it is the kit each command's parser is made of: the options
+every command shares (``--dir``, ``--lock-timeout``), the argument types, and the help layout.
+Building the parser is part of every command's start-up, so ``main`` builds just the command on
+the command line (:func:`build_parser` with ``only``).
 
 Example:
     >>> build_parser().parse_args(["show", "convo_123", "-n", "5"]).n
@@ -14,30 +14,19 @@ Example:
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+import sys
+from collections.abc import Callable, Sequence
 
-from .arguments import (
-    PROG,
-    WINDOW_HELP,
-    Commands,
-    Formatter,
-    VersionAction,
-    add_common,
-    command_parser,
-    count_type,
-    seconds_type,
-)
-from .transfer_grammar import add_transfer_commands
+from ..core.locking import DEFAULT_LOCK_TIMEOUT
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from typing import Any
 
-
-def key_value_type(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` as ``(KEY, VALUE)``; the value may hold ``=`` too, the key may not be empty."""
-    key, equals, value = text.partition("=")
-    if not equals or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
-    return key.strip(), value
+PROG = "jsonl-session"
+DIR_ENV = "JSONL_SESSION_DIR"
+WINDOW_HELP = "with --turns: flag a session whose context does not fit this many tokens (exit 1)"
 
 
 def command_word(argv: Sequence[str]) -> str | None:
@@ -304,7 +293,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     stats.add_argument("--context-window", type=count_type, metavar="TOKENS", help=WINDOW_HELP)
 
-    add_transfer_commands(commands)
+    _add_transfer_commands(commands)
 
     textconv = command_parser(
         commands,
@@ -384,3 +373,224 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if only is not None and only not in commands.action.choices:
         return build_parser()
     return parser
+
+
+def _add_transfer_commands(commands: Commands) -> None:
+    """Add ``export``, ``import`` and ``mirror`` to the subcommands being built."""
+    export = command_parser(
+        commands,
+        "export",
+        "copy a session to another Agents SDK backend",
+        f"{PROG} export convo_123 --to sqlite:///chats.db\n"
+        f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123\n"
+        f"{PROG} export --all --to postgresql://me@db.internal/chats",
+    )
+    export.add_argument("id", nargs="?", help="session id (or --all)")
+    export.add_argument(
+        "--all",
+        action="store_true",
+        help="every session in the folder, under its own id; re-run to resume or catch up (up to date ones "
+        "are skipped, grown ones get their new items appended, different ones reported, never overwritten)",
+    )
+    export.add_argument(
+        "--to",
+        required=True,
+        metavar="URL",
+        help="sqlite:///path.db, postgresql://user@host/db, another SQLAlchemy URL "
+        "(sqlite+aiosqlite:///x.db) or redis://host:port/db",
+    )
+    export.add_argument("--as", dest="as_id", metavar="OTHER_ID", help="session id there (default: the same)")
+    export.add_argument(
+        "--replace",
+        action="store_true",
+        help="overwrite a session there that differs (by default it is reported and left alone)",
+    )
+
+    imp = command_parser(
+        commands,
+        "import",
+        "copy a session from another Agents SDK backend into a file",
+        f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy\n"
+        f"{PROG} import redis://localhost:6379/0 --all",
+    )
+    imp.add_argument(
+        "url",
+        metavar="URL",
+        nargs="+",
+        help="backend URL, as for export; several: the databases a sharded mirror writes (each session "
+        "read from the one its id hashes to)",
+    )
+    imp.add_argument("--id", metavar="SOURCE_ID", help="session id in that backend (or --all)")
+    imp.add_argument(
+        "--all",
+        action="store_true",
+        help="every session in that backend, under its own id; re-run to resume (as for export --all)",
+    )
+    imp.add_argument("--as", dest="as_id", metavar="ID", help="session id here (default: the same)")
+    imp.add_argument(
+        "--replace",
+        action="store_true",
+        help="overwrite a session here that differs (by default it is reported and left alone)",
+    )
+
+    mirror = command_parser(
+        commands,
+        "mirror",
+        "keep a PostgreSQL or Redis database equal to the folder: catch up, then follow it live",
+        f"{PROG} mirror --to postgresql://me@db.internal/chats\n{PROG} mirror --to redis://localhost:6379/0 "
+        f"--delete\n{PROG} mirror --to postgresql://me@db.internal/chats --verify --json",
+        json=True,
+    )
+    mirror.add_argument(
+        "--to",
+        required=True,
+        action="append",
+        metavar="URL",
+        help="database URL, as for export; given more than once, each session goes to one of them "
+        "by a hash of its id (docs/backends.md, 'More than one database')",
+    )
+    mirror.add_argument(
+        "--delete", action="store_true", help="delete there what is deleted here (default: kept there)"
+    )
+    mirror.add_argument(
+        "--yes",
+        action="store_true",
+        help="with --delete: let one pass delete more than half of the sessions stored (and more than 3)",
+    )
+    once = mirror.add_mutually_exclusive_group()
+    once.add_argument("--once", action="store_true", help="catch up once and exit, without following")
+    once.add_argument("--dry-run", action="store_true", help="say what catching up would change")
+    once.add_argument("--verify", action="store_true", help="compare only; exit 1 on any difference")
+
+
+# The kit: what each command's parser is made of.
+
+
+class NotBuilt:
+    """Stands in for the parser of a command that is not on the command line.
+
+    Building a command's arguments costs start-up (each ``add_argument`` makes a help
+    formatter), and ``ls`` must stay within 3x a bare Python (``benchmarks/startup.py``), so
+    ``build_parser(only=...)`` builds the one command that runs and skips the others' calls.
+    """
+
+    def __getattr__(self, name: str) -> Callable[..., NotBuilt]:
+        """``add_argument``, ``add_mutually_exclusive_group``, ``set_defaults``...: do nothing."""
+        return lambda *args, **kwargs: self
+
+
+class Commands:
+    """The subcommands being built, and which one to build (None: all)."""
+
+    def __init__(self, action: Any, only: str | None) -> None:
+        self.action = action
+        self.only = only
+
+
+def command_parser(commands: Commands, name: str, summary: str, example: str, *, json: bool = False) -> Any:
+    if commands.only not in (None, name):
+        return NotBuilt()
+    parser: argparse.ArgumentParser = commands.action.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog="Example:\n" + "\n".join(f"  {line}" for line in example.splitlines()),
+        formatter_class=Formatter,
+    )
+    add_common(parser)
+    if json:
+        parser.add_argument("--json", action="store_true", help="machine-readable output: JSON Lines")
+    return parser
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help text as written (examples keep their lines), as wide as the terminal.
+
+    argparse makes a formatter for every ``add_argument`` (to check the metavar), and its
+    default asks ``shutil.get_terminal_size`` for the width: importing ``shutil`` (and the
+    compression modules it brings) was ~2.5 ms of every command's start-up. ``COLUMNS``,
+    then the terminal, then 80, as ``shutil`` does.
+    """
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width=_columns() - 2)
+
+
+def _columns() -> int:
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout (None), or not a terminal
+        return 80
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked for.
+
+    ``importlib.metadata`` costs start-up; argparse's own ``version`` action needs the string
+    while the parser is built, for every command.
+    """
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version(PROG)
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            installed = "unknown (not installed)"
+        sys.stdout.write(f"{PROG} {installed}\n")
+        parser.exit(0)
+
+
+def add_common(parser: argparse.ArgumentParser, *, defaults: bool = False) -> None:
+    """``--dir`` and ``--lock-timeout``, accepted before the command and after it.
+
+    Only the top-level parser has defaults: a command's own copy is SUPPRESSed unless given,
+    so ``jsonl-session --dir x ls`` keeps x, and ``ls --dir y`` (after the command) wins.
+    Added to each parser rather than shared as a parent parser: each parser built costs start-up.
+    """
+    parser.add_argument(
+        "--dir",
+        default=(os.environ.get(DIR_ENV) or "sessions") if defaults else argparse.SUPPRESS,
+        help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
+    )
+    parser.add_argument(
+        "--lock-timeout",
+        type=seconds_type,
+        default=DEFAULT_LOCK_TIMEOUT if defaults else argparse.SUPPRESS,
+        metavar="SECONDS",
+        help=f"wait at most this long for another process's lock (default: {DEFAULT_LOCK_TIMEOUT:g})",
+    )
+
+
+def seconds_type(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
+    return value
+
+
+def count_type(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def key_value_type(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as ``(KEY, VALUE)``; the value may hold ``=`` too, the key may not be empty."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value

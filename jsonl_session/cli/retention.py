@@ -11,9 +11,9 @@ import time
 
 from ..render.sizes import human_size
 from ..render.terminal_text import printable
-from .arguments import PROG
 from .lookup import directory
 from .output import UsageError, note, plural, print_json, skip_warning
+from .parser import PROG
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

@@ -15,7 +15,6 @@ from .. import MalformedLineError
 from ..render.sizes import human_size
 from ..render.terminal_text import printable
 from ..session.session_info import held_note, utc_seconds
-from .arguments import PROG
 from .lookup import directory, existing, open_session
 from .output import (
     Failure,
@@ -28,6 +27,7 @@ from .output import (
     print_json,
     skip_warning,
 )
+from .parser import PROG
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

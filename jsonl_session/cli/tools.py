@@ -15,7 +15,6 @@ import sys
 
 from ..render.sizes import human_size
 from ..render.terminal_text import printable
-from .arguments import PROG
 from .lookup import directory, existing, session_named, targets
 from .output import (
     Failure,
@@ -28,6 +27,7 @@ from .output import (
     skip_warning,
     style_for,
 )
+from .parser import PROG
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
