@@ -11,8 +11,9 @@ work: each lets other tasks run at least once, tries the lock inline (and only w
 else holds it waits with ``asyncio.sleep``), does cheap work inline (an append's ``write``, a
 ``limit`` read of a few items, anything on a file of a few tens of KB) and hands the rest to
 a worker thread: every ``fdatasync``, full reads, pops and clears of durable sessions. The
-worker unlocks when done, so a cancelled caller never leaves a write half-done or the lock
-held (``AsyncLocked.finish_in_thread``).
+worker releases the lock when it is done, whether or not its caller still waits, so a
+cancelled caller never leaves a write half-done or the lock held
+(``AsyncLocked.finish_in_thread``).
 """
 
 from __future__ import annotations

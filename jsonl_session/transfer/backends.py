@@ -1,14 +1,19 @@
 """Copy a conversation between any two Agents SDK sessions, and open the SDK's backends by URL.
 
-How a conversation moves to a shared backend (``export``) or back to a file (``import``): any
-two objects with the ``Session`` methods work, so the copy knows nothing about SQL or Redis.
+This is how a conversation moves to a shared backend when one machine is no longer enough
+(``jsonl-session export``), or comes back to a file for reading and fixing
+(``jsonl-session import``). Any two objects with the ``Session`` methods work, so the copy
+itself knows nothing about files, SQL or Redis.
 
 URLs understood by :func:`open_url`:
 
-* ``sqlite:///path.db``: the SDK's ``SQLiteSession`` (``sqlite:////abs.db``: an absolute path);
-* ``postgresql://user:pw@host/db``, ``postgres://``: ``SQLAlchemySession`` over asyncpg;
-* any other SQLAlchemy async URL (``sqlite+aiosqlite:///x.db``): ``SQLAlchemySession``;
-* ``redis://``, ``rediss://``, ``unix://``: ``RedisSession`` (``jsonl-session[redis]``).
+* ``sqlite:///path.db``: the SDK's ``SQLiteSession`` (relative path; ``sqlite:////abs.db``
+  for an absolute one, as in SQLAlchemy);
+* ``postgresql://user:password@host:5432/db`` (or ``postgres://``): ``SQLAlchemySession`` with
+  the asyncpg driver (needs ``jsonl-session[postgresql]``); same as ``postgresql+asyncpg://``;
+* any other SQLAlchemy async URL (``sqlite+aiosqlite:///x.db``, ``mysql+aiomysql://...``):
+  ``SQLAlchemySession`` (needs ``jsonl-session[sqlalchemy]``, or the URL's own driver);
+* ``redis://``, ``rediss://``, ``unix://``: ``RedisSession`` (needs ``jsonl-session[redis]``).
 """
 
 from __future__ import annotations
@@ -54,7 +59,8 @@ Progress = Callable[[int, int], None]
 async def copy_session(source: Any, target: Any, *, progress: Progress | None = None) -> int:
     """Append every item of ``source`` to ``target``, in order, in batches; return how many.
 
-    Items pass through unchanged; the target is not cleared first (copy into an empty one).
+    Items are passed through unchanged, so copying there and back gives equal items. The
+    target is not cleared first: copy into an empty session for an exact copy.
 
     Example:
         >>> from agents import SQLiteSession                          # doctest: +SKIP
@@ -104,7 +110,8 @@ class Backend:
     ) -> None:
         self.url = url
         self.flavour = flavour
-        """``sqlite`` (``handle``: the file's path), ``redis`` (the client), ``sqlalchemy`` (the engine)."""
+        """How copies write here: ``sqlite`` (an ``SQLiteSession`` file; ``handle`` is its path),
+        ``redis`` (``handle``: the client), ``sqlalchemy`` (``handle``: the engine)."""
         self.handle = handle
         self.kind = kind_of(url)
         """What ``sdk_schema.refusal`` checks ids against: ``sqlite``, ``redis``, ``postgresql``, ``sql``."""
