@@ -11,7 +11,8 @@ from ``/usr/lib/postgresql/<version>/bin``, as ``nobody`` when run as root) on f
 ports, with persistence off (``--save ""``; ``fsync=off``) so that the figures measure the copy,
 not the server's disk. The session files are written durably (fsync), as the CLI does.
 
-What is measured, per backend, with the library calls the CLI makes (:mod:`jsonl_session.transfer.folders`):
+What is measured, per backend, with the library calls the CLI makes
+(:mod:`jsonl_session.transfer.all_sessions`):
 
 * **export**: every session of the folder, one ``add_items`` per session;
 * **re-run**: the same export again, when every session is already there (read and compare);
@@ -59,7 +60,7 @@ sys.path.insert(1, str(HERE))
 import items as item_source  # benchmarks/items.py
 
 from jsonl_session import SessionDirectory
-from jsonl_session.transfer.folders import export_all, import_all
+from jsonl_session.transfer.all_sessions import export_all, import_all
 
 RESULTS = HERE / "results" / "transfer.json"
 

@@ -2,7 +2,7 @@
 
 The copy rules (incremental by content, never overwrite without ``--replace``, verify before
 writing, all or nothing per session, metadata in the companion) are the library's
-(``transfer.single``, ``transfer.folders``); this prints what they answer, draws a
+(``transfer.single``, ``transfer.all_sessions``); this prints what they answer, draws a
 progress bar on a terminal, and turns a backend's own exceptions into one line without the
 password. ``ls`` does not load this module.
 """
@@ -116,7 +116,7 @@ def _copy_all(verb: str, url: str | list[str], args: argparse.Namespace) -> int:
     """``export --all`` / ``import --all``: a line per session appended, differing or failed; a summary."""
     import asyncio
 
-    from ..transfer.folders import export_all, import_all
+    from ..transfer.all_sessions import export_all, import_all
 
     progress = _progress_bar(verb, unit="sessions")
     replace = getattr(args, "replace", False)

@@ -1,6 +1,6 @@
 """The session's internal interface: what compaction, folder copies and the history methods need.
 
-``compaction``, ``transfer.folders`` and ``history_methods`` work on a session under its lock:
+``compaction``, ``transfer.all_sessions`` and ``history_methods`` work on a session under its lock:
 wait for the lock (on the loop for async callers), read, rewrite, replace. Those steps are
 methods here, named without a leading underscore, so that no other module calls a private
 method of ``JSONLSession``; they are internal all the same (no stability promise, not in the

@@ -1,8 +1,8 @@
 """Copy conversations between JSONL files and the Agents SDK's Redis and SQL sessions.
 
 ``backends`` opens the SDK's sessions by URL and copies one conversation between any two
-sessions; ``single`` copies one session to or from a URL and ``folders`` every session of a
-folder, or of a backend, by the same rules: only what the destination lacks
+sessions; ``single`` copies one session to or from a URL and ``all_sessions`` every session of
+a folder, or of a backend, by the same rules: only what the destination lacks
 (``transfer.compare.compare``, not exported here: its submodule's name would shadow it), never
 overwrite without ``replace``, verify before writing, all or nothing per session, and the
 metadata the SDK's tables cannot hold in a companion table or hash (``companion``).
@@ -19,9 +19,10 @@ from ..core.deferred_imports import exported_on_first_use
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from .all_sessions import export_all, import_all
     from .backends import Backend, copy_session, open_backend, open_url
     from .compare import Comparison
-    from .folders import Outcome, export_all, import_all
+    from .copy_outcome import Outcome
     from .mirror import (
         MirrorOutcome,
         RedisClusterRefused,
@@ -63,11 +64,11 @@ __getattr__, __dir__ = exported_on_first_use(
         "catch_up_mirror_sync": "mirror",
         "mirror_folder": "mirror",
         "mirror_folder_sync": "mirror",
-        "Outcome": "outcomes",
+        "Outcome": "copy_outcome",
         "copy_session": "backends",
-        "export_all": "folders",
+        "export_all": "all_sessions",
         "export_session": "single",
-        "import_all": "folders",
+        "import_all": "all_sessions",
         "import_session": "single",
         "metadata_left_behind": "single",
         "open_backend": "backends",

@@ -53,7 +53,8 @@ __all__ = [
 BATCH = 500
 
 Progress = Callable[[int, int], None]
-"""Called as ``progress(items_copied, items_total)`` after each batch."""
+"""Called as ``progress(done, total)``: items for one session's copy (after each batch),
+sessions for a whole folder's (``all_sessions``)."""
 
 
 async def copy_session(source: Any, target: Any, *, progress: Progress | None = None) -> int:

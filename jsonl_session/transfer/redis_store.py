@@ -6,7 +6,7 @@ The layout is the SDK's: the session hash ``agents:session:<id>`` (``session_id`
 ours beside it, ``jsonl-session:meta:<id>`` (see ``companion``).
 
 The destination's messages are read under ``WATCH`` and compared with the source
-(``outcomes.plan``); the missing tail, the session hash fields and the companion hash then go in
+(``copy_outcome.decide``); the missing tail, the session hash fields and the companion hash then go in
 one transaction, which Redis refuses if any watched key changed meanwhile (another writer, the
 SDK's ``add_items`` included): then it is read and compared again. So the copy is all or
 nothing per session, and never appends after items it has not compared.
@@ -22,7 +22,7 @@ import orjson
 
 from ..core.codec import has_long_digit_run
 from .companion import REDIS_PREFIX, Metadata, from_redis, to_redis
-from .outcomes import Outcome, plan
+from .copy_outcome import Outcome, decide
 from .sdk_schema import NotStorable, check_storable, messages_key, session_key, stored_text
 
 __all__ = ["export_one", "read_companion", "read_session"]
@@ -66,7 +66,7 @@ async def export_one(
                 if done is not None:
                     return done
                 held, existed, _ = seen
-                decided = plan(session_id, items, held, replace=replace)
+                decided = decide(session_id, items, held, replace=replace)
                 outcome = decided.outcome
                 tail = items[decided.start :]
                 same_metadata = _as_bytes(seen[2]) == fields
@@ -127,7 +127,7 @@ def _nothing_to_write(
 ) -> Outcome | None:
     """The outcome if nothing is to be written (it differs, or is up to date metadata included)."""
     held, existed, stored_fields = seen
-    decided = plan(session_id, items, held, replace=replace)
+    decided = decide(session_id, items, held, replace=replace)
     if not decided.write:
         return decided.outcome
     if decided.outcome.status == "skipped" and existed and _as_bytes(stored_fields) == fields:

@@ -13,7 +13,7 @@
   or a crash leaves no half conversation (``failed``, nothing written);
 * an import of an id the backend has no items for writes nothing (``failed``).
 
-The outcome is :class:`~jsonl_session.transfer.outcomes.Outcome`, as ``export_all`` and
+The outcome is :class:`~jsonl_session.transfer.copy_outcome.Outcome`, as ``export_all`` and
 ``import_all`` report each session.
 
 Example:
@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import replace as with_changes
 
 from ..session.store import JSONLSession
+from .all_sessions import export_one, import_items, prepare, read_companions, read_locked_job
 from .backends import Progress, open_backend
-from .folders import export_one, import_items, prepare, read_companions, read_locked_job
-from .outcomes import Outcome
+from .copy_outcome import Outcome
 from .redis_store import read_companion
 
 

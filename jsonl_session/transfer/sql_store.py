@@ -10,7 +10,7 @@ formats, so ``SQLAlchemySession`` (or any reader of its schema) reads exactly th
    the SDK does); missing ones are inserted with ``ON CONFLICT DO NOTHING`` and locked too, so
    no writer through the SDK can add to them until the commit;
 2. their messages are read, in the SDK's order (``created_at``, then ``id``), and compared
-   with the source's items (``outcomes.plan``): only what the destination lacks is inserted,
+   with the source's items (``copy_outcome.decide``): only what the destination lacks is inserted,
    for the whole batch at once (PostgreSQL: one ``COPY``; SQLite: a multi-row ``INSERT``),
    serialized as the SDK serializes (``json.dumps(item, ensure_ascii=True, separators=(",",
    ":"))``); a session that differs is not written (unless ``replace``: its messages deleted
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .companion import TABLE, Entry, Metadata
-from .outcomes import Outcome, plan
+from .copy_outcome import Outcome, decide
 from .sdk_schema import MESSAGES_TABLE, stored_text
 from .sdk_schema import tables as sdk_tables
 
@@ -122,7 +122,7 @@ async def export_batch(engine: Any, jobs: list[Job], *, replace: bool = False) -
                 continue  # the SDK skips a corrupted row too
         outcomes, inserts, written, cleared = [], [], [], []
         for job in jobs:
-            decided = plan(job.session_id, job.items, held[job.session_id], replace=replace)
+            decided = decide(job.session_id, job.items, held[job.session_id], replace=replace)
             outcome = decided.outcome
             if outcome.status == "skipped" and not job.items and job.session_id in missing:
                 outcome = Outcome(job.session_id, "copied", 0)  # an empty session, stored now

@@ -2,9 +2,9 @@
 
 The SDK's ``SQLiteSession`` tables (``agent_sessions``, ``agent_messages``, items stored as
 ``json.dumps(item)``, read back ``ORDER BY id``) are created by the SDK itself (one
-``SQLiteSession`` opened and closed, see ``folders.prepare``); this module then writes with the
+``SQLiteSession`` opened and closed, see ``all_sessions.prepare``); this module then writes with the
 standard library's ``sqlite3``: ``BEGIN IMMEDIATE`` (the writer's lock, so nobody appends between the compare
-and the write), read and compare (``outcomes.plan``), insert the missing tail, touch
+and the write), read and compare (``copy_outcome.decide``), insert the missing tail, touch
 ``updated_at``, replace the companion rows (``companion``), commit.
 """
 
@@ -16,7 +16,7 @@ import sqlite3
 from typing import Any
 
 from .companion import TABLE, Entry, Metadata
-from .outcomes import Outcome, plan
+from .copy_outcome import Outcome, decide
 
 __all__ = ["ensure_companion", "export_one", "read_companion"]
 
@@ -54,7 +54,7 @@ def export_one(
             existed = db.execute(
                 "SELECT 1 FROM agent_sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-            decided = plan(session_id, items, held, replace=replace)
+            decided = decide(session_id, items, held, replace=replace)
             if not decided.write:
                 db.execute("ROLLBACK")
                 return decided.outcome

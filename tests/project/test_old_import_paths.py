@@ -18,7 +18,7 @@ import pytest
 MOVED = {  # old name: (the module it is now, a name it had, where that name is public, advice)
     "workers": ("jsonl_session.core.worker_threads", "wait_for_all", "jsonl_session", "wait_for_all"),
     "bulk": (
-        "jsonl_session.transfer.folders",
+        "jsonl_session.transfer.all_sessions",
         "export_all",
         "jsonl_session.transfer",
         "export_all and import_all",

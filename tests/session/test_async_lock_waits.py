@@ -201,7 +201,7 @@ def test_whole_folder_export_and_import_wait_on_the_loop(sessions_dir: Path, tmp
     """``export_all`` reads, and ``import_all`` rewrites, sessions that another process has locked."""
     pytest.importorskip("agents", reason="the SDK backends need the SDK")
     from jsonl_session.session.folder import SessionDirectory
-    from jsonl_session.transfer.folders import export_all, import_all
+    from jsonl_session.transfer.all_sessions import export_all, import_all
 
     sessions = [fresh(sessions_dir / "here")] + [
         JSONLSession(f"more{n}", sessions_dir / "here", lock_timeout=60) for n in range(CALLS - 1)

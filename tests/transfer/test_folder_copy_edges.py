@@ -20,7 +20,7 @@ from test_incremental import add_remote, url  # noqa: F401  (a fixture)
 from test_transfer_all import files, make_folder
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.transfer.folders import export_all, import_all
+from jsonl_session.transfer.all_sessions import export_all, import_all
 
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
@@ -152,8 +152,8 @@ def test_the_sdks_own_calls_copy_as_the_batches_do(tmp_path: Path) -> None:
     from test_incremental import remote_items
 
     from jsonl_session.transfer import sql_store
+    from jsonl_session.transfer.all_sessions import _through_the_sdk, prepare
     from jsonl_session.transfer.backends import open_backend
-    from jsonl_session.transfer.folders import _through_the_sdk, prepare
 
     target = f"sqlite+aiosqlite:///{tmp_path / 'sdk.db'}"
     first, more = [{"role": "user", "content": "q"}], [{"role": "assistant", "content": "a"}]

@@ -19,9 +19,9 @@ from test_transfer import TRICKY, in_process, many
 from test_transfer_all import _create_database, _flush, files, make_folder
 
 from jsonl_session import JSONLSession, SessionDirectory
+from jsonl_session.transfer.all_sessions import export_all, import_all
 from jsonl_session.transfer.backends import open_url
 from jsonl_session.transfer.compare import compare
-from jsonl_session.transfer.folders import export_all, import_all
 from jsonl_session.transfer.single import export_session, import_session
 
 pytestmark = pytest.mark.sdk

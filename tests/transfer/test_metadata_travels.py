@@ -25,7 +25,7 @@ from test_transfer_all import make_folder
 
 from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.core.names import KINDS
-from jsonl_session.transfer.folders import export_all, import_all
+from jsonl_session.transfer.all_sessions import export_all, import_all
 
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")

@@ -1,7 +1,7 @@
 """The mirror wing: keep a database equal to a folder, live or once (see ``run``).
 
 It stands on ``sdk_schema`` (the SDK's tables, keys and item text) and never imports the copy
-wing (``backends``, ``folders``, ``single`` and their stores), nor they it; import-linter checks.
+wing (``backends``, ``all_sessions``, ``single`` and their stores), nor they it; import-linter checks.
 """
 
 from .outcomes import MirrorOutcome

@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace as with_changes
 from typing import Any
 
@@ -41,10 +41,10 @@ from ..core.locking import MISSING
 from ..session.folder import SessionDirectory
 from ..session.store import JSONLSession
 from . import companion, redis_store, sql_store, sqlite_store
-from .backends import Backend, open_backend
+from .backends import Backend, Progress, open_backend
 from .companion import Metadata
 from .concurrently import each
-from .outcomes import Outcome, Status, plan
+from .copy_outcome import Outcome, Status, decide
 from .sdk_schema import check_storable, refusal
 from .shards import shard_of
 
@@ -64,8 +64,6 @@ __all__ = [
 
 CONCURRENCY = 8
 """Sessions (or batches of sessions) copied at once: enough to hide a network round trip."""
-Progress = Callable[[int, int], None]
-"""Called as ``progress(sessions_done, sessions_total)``."""
 
 
 async def export_all(
@@ -176,7 +174,7 @@ async def _through_the_sdk(backend: Backend, job: sql_store.Job, replace: bool) 
     remote = backend.session(job.session_id)
     try:
         existing = await remote.get_items()
-        decided = plan(job.session_id, job.items, existing, replace=replace)
+        decided = decide(job.session_id, job.items, existing, replace=replace)
         if not decided.write:
             return decided.outcome
         if decided.clear:
@@ -374,7 +372,7 @@ def _import_locked(
 ) -> Outcome:
     replace, existed, as_exported = flags
     with local.rewriting(fd) as draft:
-        decided = plan(local.session_id, items, draft.items, replace=replace)
+        decided = decide(local.session_id, items, draft.items, replace=replace)
         if not decided.write:
             return decided.outcome
         outcome = decided.outcome

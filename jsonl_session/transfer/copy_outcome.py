@@ -1,4 +1,9 @@
-"""What a copy says about each session: one :class:`Outcome`, for single copies and ``--all`` alike."""
+"""What a copy (``export``/``import``, one session or ``--all``) decides and says about each session.
+
+:func:`decide` compares a source with its destination and says what to write; :class:`Outcome`
+is what the copy then reports. The mirror has its own words for what it does
+(``transfer.mirror.outcomes``): it rewrites where a copy refuses.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Any, Literal
 
 from .compare import compare
 
-__all__ = ["Outcome", "Plan", "Status", "plan"]
+__all__ = ["Decision", "Outcome", "Status", "decide"]
 
 Status = Literal["copied", "appended", "skipped", "differs", "replaced", "failed"]
 
@@ -54,7 +59,7 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Decision:
     """What to write to bring a destination up to its source: ``clear`` it first (a replace),
     then append ``source[start:]``; ``write`` False when nothing may be written (differs)."""
 
@@ -64,24 +69,24 @@ class Plan:
     clear: bool = False
 
 
-def plan(session_id: str, source: list[Any], destination: list[Any], *, replace: bool = False) -> Plan:
+def decide(session_id: str, source: list[Any], destination: list[Any], *, replace: bool = False) -> Decision:
     """Decide, by content, what an incremental copy writes (see ``compare``).
 
     Example:
-        >>> decided = plan("a", [{"n": 1}, {"n": 2}], [{"n": 1}])
+        >>> decided = decide("a", [{"n": 1}, {"n": 2}], [{"n": 1}])
         >>> decided.outcome.status, decided.outcome.items, decided.start
         ('appended', 1, 1)
     """
     found = compare(source, destination)
     if found.state == "up to date":
-        return Plan(Outcome(session_id, "skipped", len(source)), True, len(source))
+        return Decision(Outcome(session_id, "skipped", len(source)), True, len(source))
     if found.state == "behind":
         status: Status = "appended" if found.at else "copied"
-        return Plan(Outcome(session_id, status, len(source) - found.at), True, found.at)
+        return Decision(Outcome(session_id, status, len(source) - found.at), True, found.at)
     if replace:
-        return Plan(Outcome(session_id, "replaced", len(source)), True, 0, clear=True)
+        return Decision(Outcome(session_id, "replaced", len(source)), True, 0, clear=True)
     detail = (
         f"the destination holds {len(destination)} items, the source {len(source)}; "
         f"not overwritten (replace to overwrite)"
     )
-    return Plan(Outcome(session_id, "differs", len(destination), detail, at=found.at), False)
+    return Decision(Outcome(session_id, "differs", len(destination), detail, at=found.at), False)
