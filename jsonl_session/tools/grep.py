@@ -32,11 +32,12 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack
 
-from ..core import codec, reads, scanner
+from ..core import codec, reads
 from ..core.errors import JSONLSessionError
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.transaction import Transaction
@@ -143,11 +144,14 @@ class Prefilter:
         self.word = (word.lower() if ignore_case else word).encode()
         folds = "".join(FOLDS.get(char, "") for char in set(word.lower())) if ignore_case else ""
         self.variants = tuple(char.encode() for char in sorted(folds))
+        self.longest = max(len(self.word), len(b"\\u"), *map(len, self.variants))
+        """The longest byte string looked for: pieces read apart overlap by one byte less."""
         self._word = re.compile(re.escape(self.word))
         self._variants = [re.compile(re.escape(variant)) for variant in self.variants]
 
-    def lines(self, data: bytes) -> Iterator[tuple[int, bytes]]:
-        """``(line number, line)`` of each line of ``data`` that may hold a match, in order."""
+    def lines(self, data: bytes) -> Iterator[tuple[int, int, bytes]]:
+        """``(line number, offset, line)`` of each line of ``data`` that may hold a match, in
+        order; numbers count from 1 at the start of ``data``, offsets are where lines start."""
         haystack = data.lower() if self.ignore_case else data
         hits: Iterator[int] = _one_per_line(haystack, self._word)
         extra: list[int] = []
@@ -167,7 +171,12 @@ class Prefilter:
             line_end = len(data) if line_end < 0 else line_end
             number += data.count(b"\n", counted_to, start)
             counted_to = start
-            yield number, data[start:line_end]
+            yield number, start, data[start:line_end]
+
+    def may_match(self, data: bytes) -> bool:
+        """Whether ``data`` (a part of a line) holds one of the byte strings looked for."""
+        haystack = data.lower() if self.ignore_case else data
+        return self.word in haystack or b"\\u" in data or any(variant in data for variant in self.variants)
 
 
 def prefilter_for(pattern: str, *, ignore_case: bool) -> Prefilter | None:
@@ -184,11 +193,24 @@ def prefilter_for(pattern: str, *, ignore_case: bool) -> Prefilter | None:
     return Prefilter(word, ignore_case=ignore_case)
 
 
+HELD_BYTES = 4 << 20
+"""Bytes of candidate lines a search holds at most (plus one line): a common word's search
+reads until it holds this much, decodes and hands on those lines, then reads on."""
+# One batch locks files until _BATCH_FILES or _BATCH_BYTES: a rare word's search runs one
+# grep per CPU over the whole of a small folder.
+_BATCH_FILES = 64
+_BATCH_BYTES = 256 << 20
+_PIECE = 1 << 20
+"""Bytes Python reads of a file at once."""
+
+
 def matching_items(
     paths: Sequence[StrPath],
     prefilter: Prefilter | None,
     lock_timeout: float,
     on_error: Callable[[StrPath, Exception], None] | None = None,
+    *,
+    held_bytes: int = HELD_BYTES,
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """``(index in paths, line number, item)`` of each item whose line passes ``prefilter``.
 
@@ -198,37 +220,51 @@ def matching_items(
     ``on_error``, its error is raised. With a pre-filter, a batch of files is locked
     together while the system's ``grep -F`` reads them (``system_grep``); otherwise, or
     without a usable grep, one file at a time is read and searched in Python.
+
+    Memory is flat in the number of hits: once about ``held_bytes`` of candidate lines are
+    held, the reading stops where it is, the locks are released, those lines are decoded and
+    handed on, and the next batch goes on from there (the file locked again: if it was
+    rewritten or cut meanwhile, it is read again from its start, its lines already reached
+    skipped). A line that is not a candidate is never held, however long.
     """
-    first = 0
-    hit_ratio = 1.0  # candidate bytes per byte read: assume every line at first
-    while first < len(paths):
+    index, offset, number, inode = 0, 0, 1, -1  # where to go on from: a file, a byte, its line
+    skip_through = 0  # lines of paths[index] already handed on, when it must be read again
+    while index < len(paths):
+        found: list[tuple[int, int, bytes]] = []
         with ExitStack() as locks:  # decoding and printing happen after the locks are released
             batch: list[tuple[int, StrPath, int, int]] = []
-            if prefilter is not None and system_grep.available():
-                files = _BATCH_FILES
-                budget = int(_BATCH_OUTPUT / max(hit_ratio, _BATCH_OUTPUT / _BATCH_BYTES))
+            grep = prefilter is not None and system_grep.available()
+            files = _BATCH_FILES if grep else 1  # Python reads and searches one file at a time
+            after = _lock_batch(paths, index, lock_timeout, on_error, locks, batch, files, _BATCH_BYTES)
+            if offset and batch and batch[0][0] == index:
+                stat = os.fstat(batch[0][2])
+                if stat.st_ino != inode or stat.st_size < offset:  # rewritten or cut: from its start
+                    skip_through, offset, number = number - 1, 0, 1
+            elif not batch or batch[0][0] != index:
+                offset, number, skip_through = 0, 1, 0  # the file went: its next batch starts afresh
+            held = 0
+            stop = None
+            candidates = _candidates(batch, prefilter, offset, number)
+            try:
+                for at, line_number, end, line in candidates:
+                    if at == index and line_number <= skip_through:
+                        continue
+                    found.append((at, line_number, line))
+                    held += len(line)
+                    if held >= held_bytes:
+                        stop = at, end, line_number + 1
+                        break
+            finally:
+                candidates.close()  # stops the greps (the locks are still held meanwhile)
+            if stop is not None:
+                skip_through = skip_through if stop[0] == index else 0
+                index, offset, number = stop
+                inode = os.fstat(next(fd for at, _, fd, _ in batch if at == index)).st_ino
             else:
-                files, budget = 1, _BATCH_BYTES  # Python reads and searches one file at a time
-            first = _lock_batch(paths, first, lock_timeout, on_error, locks, batch, files, budget)
-            found = None if prefilter is None else _grep_batch(batch, prefilter)
-            if found is None:
-                found = [(index, _python_lines(fd, size, prefilter)) for index, _, fd, size in batch]
-            elif batch:
-                candidates = sum(len(line) for _, lines in found for _, line in lines)
-                hit_ratio = candidates / max(1, sum(size for *_, size in batch))
-        for index, lines in found:
-            for number, item in _items(lines):
-                yield index, number, item
-        found, lines = [], []  # not held while the next batch is read
-
-
-# One grep run reads files until _BATCH_FILES or until it may hand back about _BATCH_OUTPUT
-# bytes of candidate lines (all of them are held until decoded), judged by the last run's
-# share of matching bytes: a rare word reads up to _BATCH_BYTES at once (fewer runs), a
-# common one 16 MB (bounded memory: ~2x that).
-_BATCH_FILES = 64
-_BATCH_OUTPUT = 16 << 20
-_BATCH_BYTES = 256 << 20
+                index, offset, number, skip_through = after, 0, 1, 0
+        for at, line_number, item in _items(found):
+            yield at, line_number, item
+        found = []  # not held while the next batch is read
 
 
 def _lock_batch(
@@ -273,31 +309,130 @@ def _lock_batch(
     return index
 
 
-def _grep_batch(
-    batch: list[tuple[int, StrPath, int, int]], prefilter: Prefilter
-) -> list[tuple[int, list[tuple[int, bytes]]]] | None:
-    words = [prefilter.word, b"\\u", *prefilter.variants]
-    paths = [path for _, path, _, _ in batch]
-    found = system_grep.lines_containing(paths, words, ignore_case=prefilter.ignore_case)
-    if found is None:
-        return None
-    for lines in found:  # grep reads the file's first line with its BOM; Python strips it first
-        if lines and lines[0][0] == 1:
-            lines[0] = (1, lines[0][1].removeprefix(codec.BOM))
-    return [(index, lines) for (index, *_), lines in zip(batch, found)]
+def _candidates(
+    batch: list[tuple[int, StrPath, int, int]], prefilter: Prefilter | None, offset: int, number: int
+) -> Generator[tuple[int, int, int, bytes]]:
+    """``(index, line number, offset after the line, line)`` of each line of the batch's files
+    that may match, in order; the first file from ``offset`` on (the start of line ``number``).
+
+    The system's grep reads what it can: whole files, with a pre-filter. What it cannot (the
+    rest of a file where a search stopped, a line too long for its memory limit, everything
+    when it is missing or misbehaves) Python reads, a piece at a time.
+    """
+    rest = batch
+    if offset or prefilter is None or not system_grep.available():
+        if batch:
+            index, _, fd, size = batch[0]
+            for line_number, end, line in _python_lines(fd, size, prefilter, offset, number):
+                yield index, line_number, end, line
+        rest = batch[1:]
+    if not rest:
+        return
+    run = None
+    if prefilter is not None:
+        words = [prefilter.word, b"\\u", *prefilter.variants]
+        run = system_grep.start([path for _, path, _, _ in rest], words, ignore_case=prefilter.ignore_case)
+    if run is None:
+        for index, _, fd, size in rest:
+            for line_number, end, line in _python_lines(fd, size, prefilter, 0, 1):
+                yield index, line_number, end, line
+        return
+    with run:
+        for group in run.groups():
+            position, offset, number = group.first, 0, 1
+            for position, line_number, end, line in group.records():
+                if line_number == 1:  # grep reads the first line with its BOM; Python strips it
+                    line = line.removeprefix(codec.BOM)
+                yield rest[position][0], line_number, end, line
+                offset, number = end, line_number + 1
+            if group.failed:  # the rest of its files, from its last line found on, in Python
+                for index, _, fd, size in rest[position : group.end]:
+                    for line_number, end, line in _python_lines(fd, size, prefilter, offset, number):
+                        yield index, line_number, end, line
+                    offset, number = 0, 1
 
 
-def _python_lines(fd: int, size: int, prefilter: Prefilter | None) -> list[tuple[int, bytes]]:
-    data = reads.read_range(fd, 0, size).removeprefix(codec.BOM)
-    if prefilter is None:
-        return [(line.number, line.data) for line in scanner.scan_lines(data).lines]
-    return list(prefilter.lines(data))
+def _python_lines(
+    fd: int, size: int, prefilter: Prefilter | None, offset: int, number: int
+) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, offset after the line, line)`` of each line from ``offset`` (the start
+    of line ``number``) to ``size`` that may match (every one without a pre-filter), in order.
+
+    Read :data:`_PIECE` at a time: memory is a few pieces and the lines yielded. A line longer
+    than a piece is looked at a piece at a time and read whole only if a part may match; one
+    without a match is never held, so a hostile 300 MB line without a newline costs a piece.
+    """
+    keep = prefilter.longest - 1 if prefilter is not None else 0
+    start = offset  # where the line being read starts
+    held: bytes | None = b""  # its bytes so far, while fewer than a piece; None once longer
+    matched = False  # for a long line: whether a part of it may match
+    overlap = b""  # a long line's last bytes looked at: a word may span two pieces
+    position = offset
+    while position < size:
+        piece = reads.read_range(fd, position, min(size, position + _PIECE))
+        if not piece:
+            break  # shorter than it was: search what there is
+        base, position = position, position + len(piece)
+        if held is None:
+            newline = piece.find(b"\n")
+            part = piece if newline < 0 else piece[:newline]
+            if not matched:
+                matched = prefilter is None or prefilter.may_match(overlap + part)
+                overlap = (overlap + part[-keep:])[-keep:] if keep else b""
+            if newline < 0:
+                continue
+            if matched:
+                yield number, base + newline + 1, _line(fd, start, base + newline)
+            number, start, held = number + 1, base + newline + 1, b""
+            piece = piece[newline + 1 :]
+        data = held + piece
+        newline = data.rfind(b"\n")
+        if newline >= 0:
+            yield from _lines_in(data[: newline + 1], start, number, prefilter)
+            number += data.count(b"\n", 0, newline + 1)
+            start += newline + 1
+            data = data[newline + 1 :]
+        held = data
+        if len(held) >= _PIECE:  # a long line: from here on looked at, not held
+            matched = prefilter is None or prefilter.may_match(held)
+            overlap = held[-keep:] if keep else b""
+            held = None
+    if held is None:
+        if matched:
+            yield number, position + 1, _line(fd, start, position)
+    elif held:  # the last line, without its newline
+        yield from _lines_in(held, start, number, prefilter)
 
 
-def _items(lines: list[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _lines_in(
+    data: bytes, start: int, number: int, prefilter: Prefilter | None
+) -> Iterator[tuple[int, int, bytes]]:
+    """What :func:`_python_lines` yields for ``data``, whole lines from offset ``start`` (line ``number``)."""
+    if prefilter is not None:
+        for counted, at, line in prefilter.lines(data):
+            yield number + counted - 1, start + at + len(line) + 1, _unmarked(line, start + at)
+        return
+    at = 0
+    for line in data.split(b"\n"):
+        if at < len(data):
+            yield number, start + at + len(line) + 1, _unmarked(line, start + at)
+        number += 1
+        at += len(line) + 1
+
+
+def _line(fd: int, start: int, end: int) -> bytes:
+    return _unmarked(reads.read_range(fd, start, end), start)
+
+
+def _unmarked(line: bytes, start: int) -> bytes:
+    """The line without a BOM, if it is the file's first (only that one is skipped)."""
+    return line.removeprefix(codec.BOM) if start == 0 else line
+
+
+def _items(lines: list[tuple[int, int, bytes]]) -> Iterator[tuple[int, int, dict[str, Any]]]:
     import orjson
 
-    for number, line in lines:
+    for index, number, line in lines:
         if codec.is_blank(line):
             continue
         try:
@@ -305,7 +440,7 @@ def _items(lines: list[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]
         except ValueError:
             continue
         if isinstance(item, dict):
-            yield number, item
+            yield index, number, item
 
 
 def _one_per_line(haystack: bytes, literal: re.Pattern[bytes]) -> Iterator[int]:

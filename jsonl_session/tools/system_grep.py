@@ -1,26 +1,35 @@
 """Which lines of some files hold one of a few literal byte strings, found by the system's ``grep -F``.
 
-``jsonl-session grep`` decodes only the lines whose raw bytes may match (``search.Prefilter``).
+``jsonl-session grep`` decodes only the lines whose raw bytes may match (``grep.Prefilter``).
 Python finds a word in bytes at about 2 GB/s and counts newlines (for line numbers) at about
 3 GB/s, one pass after the other, on one CPU: ~50 ms over 60 MB here. ``grep -F`` does both in
 one pass (~35 ms in one process), and the files are split between several greps, one per CPU.
-So a search asks the system's grep first, and falls back to Python when there is none or it
-fails.
+So a search asks the system's grep first, and searches in Python what grep could not.
 
-It is spawned with ``os.posix_spawnp``, not :mod:`subprocess`, whose import alone costs about
-twice the search. ``LC_ALL=C`` makes ``-i`` fold ASCII letters only, as ``bytes.lower`` does,
-and ``-a`` reads bytes that are not text as text.
+Memory stays bounded on both sides. Each grep's output is read and parsed a piece at a time, as
+it comes, and the caller may stop reading (the greps are then stopped). ``grep`` itself holds
+the whole line it is reading, even one without the word, so a 300 MB line without a newline
+would cost it 600 MB: each grep runs with its data segment limited to :data:`DATA_LIMIT`
+(``ulimit -d``), dies of "memory exhausted" on such a line, and its group reports where it
+stopped (:attr:`Group.failed`), for the caller to search the rest of those files in Python.
+
+It is spawned with ``os.posix_spawn``, not :mod:`subprocess`, whose import alone costs about
+twice the search; ``/bin/sh`` sets the limit, then becomes the grep. ``LC_ALL=C`` makes ``-i``
+fold ASCII letters only, as ``bytes.lower`` does, and ``-a`` reads bytes that are not text as
+text. Its messages go to a pipe of their own: a grep that refuses an option but exits 1 ("no
+match"), as an old busybox does, is not believed.
 
 Example:
-    >>> lines_containing(["sessions/a.jsonl"], [b"zanzibar"], ignore_case=False)  # doctest: +SKIP
-    [[(8, b'{"role": "user", "content": "line 7 zanzibar"}')]]
+    >>> run = start(["sessions/a.jsonl"], [b"zanzibar"], ignore_case=False)  # doctest: +SKIP
+    >>> [list(group.records()) for group in run.groups()]  # doctest: +SKIP
+    [[(0, 8, 412, b'{"role": "user", "content": "line 7 zanzibar"}')]]
 """
 
 from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -29,114 +38,20 @@ if TYPE_CHECKING:
 DISABLE_VARIABLE = "JSONL_SESSION_PYTHON_GREP"
 """Set (to anything but empty) to search with Python only, for instance to compare the two."""
 
-_unusable = False  # set once grep is missing or misbehaves: later searches go straight to Python
-
-
-def lines_containing(
-    paths: Sequence[StrPath], words: Sequence[bytes], *, ignore_case: bool
-) -> list[list[tuple[int, bytes]]] | None:
-    """For each path, ``(line number, line)`` of each line holding one of ``words``.
-
-    None when there is no usable grep (the caller searches in Python). Lines are numbered
-    from 1 as an editor shows them; a last line without its newline counts.
-    The caller holds the files' locks while this runs.
-    """
-    global _unusable
-    if not available() or not paths or not words:
-        return None
-    # -D skip: a FIFO or device put in a session's place is not read (it could block forever)
-    arguments = ["grep", "-F", "-H", "-n", "-a", "-D", "skip", "--null", "--color=never"]
-    if ignore_case:
-        arguments.append("-i")
-    for word in words:
-        arguments += ["-e", os.fsdecode(word)]
-    names = [os.fsencode(path) for path in paths]
-    unique = list(dict.fromkeys(names))  # grep reports a file named twice twice
-    found: dict[bytes, list[tuple[int, bytes]]] | None = {}
-    greps: list[_Grep] = []
-    try:
-        for group in _groups(unique, min(os.cpu_count() or 1, MAX_PROCESSES)):
-            greps.append(_Grep([*arguments, "--", *map(os.fsdecode, group)], group))
-        for grep in greps:
-            parsed = _parse(grep.output(), grep.names)  # grep's output is freed once parsed
-            if parsed is None or found is None:
-                found = None
-                continue
-            found.update(parsed)
-    except OSError:  # no grep on PATH, or no process or pipe to spare
-        found = None
-    finally:
-        for grep in greps:
-            grep.close()
-    if found is None:
-        _unusable = True
-        return None
-    return [found[name] for name in names]
-
+DATA_LIMIT = 32 << 20
+"""Bytes of data one grep may allocate: lines up to ~15 MB are searched by grep, longer ones
+(which it would hold whole, twice) by Python, a piece at a time."""
 
 MAX_PROCESSES = 4
 """Files are split between up to this many greps (no more than the CPUs), which run at once."""
 
+_PIECE = 1 << 20  # bytes of a grep's output read at once
+_OUT_OF_MEMORY = b"memory exhausted"
+_SHELL = "/bin/sh"
+# "$0" is grep: the limit is set before it starts, so it holds from its first byte
+_LIMITED = 'ulimit -d {kib} || exit 2; exec "$0" "$@"'
 
-def _groups(names: list[bytes], count: int) -> list[list[bytes]]:
-    """``names`` in ``count`` runs of about equal length, in order."""
-    size = -(-len(names) // count)
-    return [names[start : start + size] for start in range(0, len(names), size)]
-
-
-class _Grep:
-    """One running ``grep``: its output and its messages a pipe to us, its input ``/dev/null``."""
-
-    def __init__(self, arguments: list[str], names: list[bytes]) -> None:
-        self.names = names
-        self.pid = 0
-        read_end, write_end = os.pipe()
-        self.read_end = read_end
-        environment = {"LC_ALL": "C", "PATH": os.environ.get("PATH", os.defpath)}
-        try:
-            self.pid = os.posix_spawnp(
-                "grep",
-                arguments,
-                environment,
-                file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_DUP2, write_end, 1),
-                    # Its messages go into the same pipe: one breaks the output's format, so a
-                    # grep that refuses an option but exits 1 ("no match") is not believed.
-                    (os.POSIX_SPAWN_DUP2, write_end, 2),
-                ],
-                setsigdef=(signal.SIGPIPE,),  # Python ignores it; grep should die of it, as in a shell
-            )
-        except BaseException:
-            os.close(read_end)
-            raise
-        finally:
-            os.close(write_end)
-
-    def output(self) -> bytearray | None:
-        """All it prints, once it has ended; None if it reported an error (status 2)."""
-        output = bytearray()  # grown in place: no list of pieces joined into a second copy
-        while piece := os.read(self.read_end, 1 << 20):
-            output += piece
-        pid, self.pid = self.pid, 0
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:  # SIGCHLD is ignored: the child was reaped, its status is lost
-            return None
-        return output if os.waitstatus_to_exitcode(status) in (0, 1) else None
-
-    def close(self) -> None:
-        """Close our end; a grep that has not ended (we were interrupted) is stopped and reaped."""
-        if self.read_end >= 0:
-            os.close(self.read_end)
-            self.read_end = -1
-        if self.pid:
-            pid, self.pid = self.pid, 0
-            try:
-                os.kill(pid, signal.SIGTERM)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):  # already gone, or reaped for us
-                pass
+_unusable = False  # set once grep is missing or misbehaves: later searches go straight to Python
 
 
 def available() -> bool:
@@ -144,25 +59,154 @@ def available() -> bool:
     return not _unusable and not os.environ.get(DISABLE_VARIABLE)
 
 
-def _parse(output: bytearray | None, names: list[bytes]) -> dict[bytes, list[tuple[int, bytes]]] | None:
-    """``name NUL number : line`` records, grouped by file; None if a record is not of that shape.
-
-    Offsets into a view, not ``split``: only the lines are copied out, so a batch of
-    candidate lines is held about twice (grep's output and the lines), not four times.
-    """
-    if output is None:
+def start(paths: Sequence[StrPath], words: Sequence[bytes], *, ignore_case: bool) -> Run | None:
+    """Greps over ``paths`` for the lines holding one of ``words``, started; None when there is
+    no usable grep (the caller searches in Python). The caller holds the files' locks until
+    it has closed the run, and must close it (``with``)."""
+    global _unusable
+    if not available() or not paths or not words:
         return None
-    found: dict[bytes, list[tuple[int, bytes]]] = {name: [] for name in names}
-    view = memoryview(output)
-    position, size = 0, len(output)
-    while position < size:  # every record ends with a newline, the last one too
-        end = output.find(b"\n", position)
-        nul = output.find(b"\0", position, end)
-        colon = output.find(b":", nul, end)
-        lines = found.get(bytes(view[position:nul])) if nul >= 0 else None
-        number = bytes(view[nul + 1 : colon])
-        if end < 0 or colon < 0 or lines is None or not number.isdigit():
-            return None  # not the grep we know: trust Python instead
-        lines.append((int(number), bytes(view[colon + 1 : end])))
-        position = end + 1
-    return found
+    # -D skip: a FIFO or device put in a session's place is not read (it could block forever)
+    arguments = ["grep", "-F", "-H", "-n", "-b", "-a", "-D", "skip", "--null", "--color=never"]
+    if ignore_case:
+        arguments.append("-i")
+    for word in words:
+        arguments += ["-e", os.fsdecode(word)]
+    names = [os.fsencode(path) for path in paths]
+    run = Run()
+    try:
+        for first, end in _groups(len(names), min(os.cpu_count() or 1, MAX_PROCESSES)):
+            run.add(Group([*arguments, "--", *map(os.fsdecode, names[first:end])], names, first, end))
+    except OSError:  # no shell or grep, or no process or pipe to spare
+        run.close()
+        _unusable = True
+        return None
+    return run
+
+
+def _groups(count: int, processes: int) -> list[tuple[int, int]]:
+    """``range(count)`` in ``processes`` runs of about equal length, in order, as (first, end)."""
+    size = -(-count // processes)
+    return [(first, min(count, first + size)) for first in range(0, count, size)]
+
+
+class Run:
+    """The greps of one search, running at once; read one group after the other, in order."""
+
+    def __init__(self) -> None:
+        self._groups: list[Group] = []
+
+    def add(self, group: Group) -> None:
+        self._groups.append(group)
+
+    def groups(self) -> Iterator[Group]:
+        return iter(self._groups)
+
+    def close(self) -> None:
+        """Stop and reap every grep not yet ended (the caller stopped reading), close the pipes."""
+        for group in self._groups:
+            group.close()
+
+    def __enter__(self) -> Run:  # noqa: PYI034  (Self needs 3.11)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class Group:
+    """One running grep over ``names[first:end]``: its output a pipe to us, its messages another."""
+
+    def __init__(self, arguments: list[str], names: list[bytes], first: int, end: int) -> None:
+        self.first = first
+        self.end = end
+        self.failed = False
+        """Set once :meth:`records` has ended early: grep failed (or ran out of its memory) after
+        the records it gave, which are right; the rest of its files are for the caller to search."""
+        self._positions = {name: position for position, name in enumerate(names[first:end], first)}
+        self.pid = 0
+        self._out = self._err = -1
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        self._out, self._err = out_read, err_read
+        environment = {"LC_ALL": "C", "PATH": os.environ.get("PATH", os.defpath)}
+        try:
+            self.pid = os.posix_spawn(
+                _SHELL,
+                [_SHELL, "-c", _LIMITED.format(kib=DATA_LIMIT >> 10), *arguments],
+                environment,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, out_write, 1),
+                    (os.POSIX_SPAWN_DUP2, err_write, 2),
+                ],
+                setsigdef=(signal.SIGPIPE,),  # Python ignores it; grep should die of it, as in a shell
+            )
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+
+    def records(self) -> Iterator[tuple[int, int, int, bytes]]:
+        """``(position in names, line number, offset after the line, line)`` of each line found,
+        in order, as grep prints them; lines are numbered from 1 as an editor shows them (a last
+        line without its newline counts). Ends with :attr:`failed` set if grep did not finish
+        well: a message, an error status, or output not of its shape (then it is not trusted
+        again)."""
+        pending = bytearray()
+        position, name = -1, b""
+        while piece := os.read(self._out, _PIECE):
+            pending += piece
+            start = 0
+            while (end := pending.find(b"\n", start)) >= 0:
+                nul = pending.find(b"\0", start, end)
+                number_end = pending.find(b":", nul, end)
+                offset_end = pending.find(b":", number_end + 1, end)
+                if nul < 0 or number_end < 0 or offset_end < 0:
+                    self._fail(misbehaved=True)
+                    return
+                if pending[start:nul] != name:  # grep reads its files in order: a new one
+                    name = bytes(pending[start:nul])
+                    position = self._positions.get(name, -1)
+                number, offset = pending[nul + 1 : number_end], pending[number_end + 1 : offset_end]
+                if position < 0 or not number.isdigit() or not offset.isdigit():
+                    self._fail(misbehaved=True)
+                    return
+                line = bytes(pending[offset_end + 1 : end])
+                yield position, int(number), int(offset) + len(line) + 1, line
+                start = end + 1
+            del pending[:start]  # the record not yet ended stays, even one longer than a piece
+        messages = os.read(self._err, 1 << 16)  # a few lines at most: one per file it could not read
+        status = self._wait()
+        if pending or messages or status not in (0, 1):
+            self._fail(misbehaved=_OUT_OF_MEMORY not in messages)
+
+    def _fail(self, *, misbehaved: bool) -> None:
+        global _unusable
+        self.failed = True
+        _unusable = _unusable or misbehaved
+        self.close()
+
+    def _wait(self) -> int | None:
+        pid, self.pid = self.pid, 0
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:  # SIGCHLD is ignored: the child was reaped, its status is lost
+            return None
+        return os.waitstatus_to_exitcode(status)
+
+    def close(self) -> None:
+        """Close our ends; a grep that has not ended (we stopped reading) is stopped and reaped."""
+        for fd in (self._out, self._err):
+            if fd >= 0:
+                os.close(fd)
+        self._out = self._err = -1
+        if self.pid:
+            pid, self.pid = self.pid, 0
+            try:
+                os.kill(pid, signal.SIGTERM)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):  # already gone, or reaped for us
+                pass

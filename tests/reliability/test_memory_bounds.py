@@ -218,11 +218,6 @@ class Case:
     """Set while the path still reads the hostile file whole: ``"<owner> fixing: ..."``."""
 
 
-GREP = (
-    "no owner yet: grep's search holds a whole line, even one without the word (the system grep "
-    "buffers it, the Python fallback reads the file whole: tools/grep.py)"
-)
-
 CASES = [
     Case("ls", hostile_meta, "cli('ls')"),
     Case("ls --json", hostile_meta, "cli('ls', '--json')"),
@@ -259,10 +254,14 @@ CASES = [
         "recall",
         hostile_session,
         "from jsonl_session.tools.recall import search_sessions\nsearch_sessions(folder, 'refund')",
-        GREP,
     ),
     Case("grep", hostile_meta, "cli('grep', 'refund')"),
-    Case("grep", hostile_session, "cli('grep', 'refund')", GREP),
+    Case("grep", hostile_session, "cli('grep', 'refund')"),
+    Case(
+        "grep, Python",
+        hostile_session,
+        "os.environ['JSONL_SESSION_PYTHON_GREP'] = '1'\ncli('grep', 'refund')",
+    ),
 ]
 
 

@@ -40,17 +40,39 @@ LINES = [
 EXPECTED = "many:2: user: a needle here\n"
 
 
+def _found(paths: list[Path], words: list[bytes], *, ignore_case: bool) -> list[tuple[int, int, bytes]]:
+    """``(position, line number, line)`` of what the system's grep found, every group read in turn."""
+    run = system_grep.start(paths, words, ignore_case=ignore_case)
+    assert run is not None
+    with run:
+        found = [(at, number, line) for group in run.groups() for at, number, _, line in group.records()]
+        assert not any(group.failed for group in run.groups())
+    return found
+
+
 def test_this_machine_has_a_grep_that_the_search_uses(tmp_path: Path) -> None:
     # without this, the tests below could pass on the Python fallback alone
     path = write_lines(tmp_path / "many.jsonl", LINES)
-    found = system_grep.lines_containing([path, path], [b"needle"], ignore_case=True)
-    assert found == [[(2, LINES[1].encode()), (3, LINES[2].encode()), (4, LINES[3].encode())]] * 2
+    found = _found([path], [b"needle"], ignore_case=True)
+    assert found == [(0, 2, LINES[1].encode()), (0, 3, LINES[2].encode()), (0, 4, LINES[3].encode())]
 
 
 def test_files_split_between_several_greps_come_back_in_order(tmp_path: Path) -> None:
     paths = [write_lines(tmp_path / f"s{n}.jsonl", ["x"] * n + [f"needle {n}"]) for n in range(9)]
-    found = system_grep.lines_containing(paths, [b"needle"], ignore_case=False)
-    assert found == [[(n + 1, f"needle {n}".encode())] for n in range(9)]
+    found = _found(paths, [b"needle"], ignore_case=False)
+    assert found == [(n, n + 1, f"needle {n}".encode()) for n in range(9)]
+
+
+def test_each_line_found_says_where_it_ends(tmp_path: Path) -> None:
+    # where a search stopped for memory, it goes on from there in Python
+    data = b"\xef\xbb\xbfneedle 1\nx\nneedle 3\nneedle 4"
+    (tmp_path / "s.jsonl").write_bytes(data)
+    run = system_grep.start([tmp_path / "s.jsonl"], [b"needle"], ignore_case=False)
+    assert run is not None
+    with run:
+        (group,) = run.groups()
+        ends = [(number, end) for _, number, end, _ in group.records()]
+    assert ends == [(1, data.index(b"\nx") + 1), (3, data.index(b"\nneedle 4") + 1), (4, len(data) + 1)]
 
 
 def test_a_folder_search_without_grep_on_path_answers_the_same(sessions_dir: Path) -> None:
@@ -153,27 +175,31 @@ def test_both_engines_give_the_same_answer(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["system grep", "python"])
-def test_a_folder_search_holds_only_a_bounded_part_of_the_folder_in_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+@pytest.mark.parametrize("files", [1, 12])
+def test_a_search_holds_a_bounded_part_of_its_hits_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, files: int
 ) -> None:
-    # 12 sessions of ~2 MB in which every line matches: 24 MB of candidate lines in all
+    # 22 MB in which every line matches, in one session or in twelve: memory is flat in the hits
     line = json.dumps({"role": "user", "content": "weather " + "x" * 200}).encode()
-    for n in range(12):
-        (tmp_path / f"s{n}.jsonl").write_bytes((line + b"\n") * 10_000)
+    for n in range(files):
+        (tmp_path / f"s{n}.jsonl").write_bytes((line + b"\n") * (96_000 // files))
     if engine == "python":
         monkeypatch.setenv(system_grep.DISABLE_VARIABLE, "1")
-    else:
-        monkeypatch.setattr(search, "_BATCH_OUTPUT", 4 << 20)  # a grep batch: two files
+    out = io.StringIO()
     tracemalloc.start()
     try:
-        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-            assert main(["grep", "weather", "--dir", str(tmp_path)]) == 0
+        with contextlib.redirect_stdout(out):
+            hits = sum(
+                1
+                for _ in search.search([(f"s{n}", tmp_path / f"s{n}.jsonl") for n in range(files)], "weather")
+            )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # Python reads one file at a time; grep's output is about its batch (the candidate lines, once
-    # as grep's output and once as lines): far from the 24 MB of the folder
-    assert peak < 12 << 20, peak
+    assert hits == 96_000 // files * files
+    # the candidate lines held at once (HELD_BYTES, 4 MB, as bytes objects in a list) and a
+    # piece or two of the file or of grep's output: not the 22 MB
+    assert peak < search.HELD_BYTES * 3, peak
 
 
 def _open_by(pid: int, path: Path) -> bool:
