@@ -1,14 +1,19 @@
 """Copy conversations between JSONL files and the Agents SDK's Redis and SQL sessions.
 
-``backends`` opens the SDK's sessions by URL and copies one conversation between any two
-sessions; ``single`` copies one session to or from a URL and ``all_sessions`` every session of
-a folder, or of a backend, by the same rules: only what the destination lacks
-(``transfer.compare.compare``, not exported here: its submodule's name would shadow it), never
-overwrite without ``replace``, verify before writing, all or nothing per session, and the
-metadata the SDK's tables cannot hold in a companion table or hash (``companion``).
-``mirror`` keeps a database (or several: ``shards``) equal to a folder, live (``mirror_folder``),
-or once (``catch_up_mirror``). Both wings take the SDK's storage layout from ``sdk_schema`` alone
-and never import each other.
+Two wings. **The copies**: ``backends`` opens the SDK's sessions by URL and copies one
+conversation between any two sessions; ``single`` copies one session to or from a URL and
+``all_sessions`` every session of a folder, or of a backend, by the same rules: only what the
+destination lacks (``compare``; ``transfer.compare.compare`` is not exported here: its
+submodule's name would shadow it), never overwrite without ``replace``, verify before writing,
+all or nothing per session (``copy_outcome``: what to write, and what is said), and the
+metadata the SDK's tables cannot hold in a companion table or hash (``companion``). Exports
+write through ``sql_store`` (PostgreSQL, other SQL), ``sqlite_store`` (an ``SQLiteSession``
+file) and ``redis_store``. **The mirror** (``mirror``) keeps a database, or several, equal to a
+folder, live (``mirror_folder``) or once (``catch_up_mirror``).
+
+Both wings take the SDK's storage layout from ``sdk_schema`` alone and never import each other;
+they share only ``urls`` (URLs with their passwords masked), ``shards`` (which database holds a
+session) and ``concurrently`` (many sessions at once, bounded).
 
 Example:
     >>> from jsonl_session.transfer import copy_session, open_url

@@ -3,7 +3,7 @@
 An incremental copy (``export``/``import``, single or ``--all``) appends only what the
 destination lacks, and only when what it holds is exactly the start of the source, item for
 item: the same JSON, type for type and key for key (``1`` is not ``1.0``, see
-``codec.identical``). Counting items is not enough: a destination with as many items as the
+``core.codec.identical``). Counting items is not enough: a destination with as many items as the
 source, or fewer, may hold other ones (another writer, an edit, a rewound turn).
 
 Example:
@@ -69,7 +69,7 @@ def compare(source: Sequence[Any], destination: Sequence[Any]) -> Comparison:
 
 
 def _same(mine: Any, theirs: Any) -> bool:
-    """``codec.identical``, in C for what orjson writes: its bytes keep key order and tell ``1``
+    """``core.codec.identical``, in C for what orjson writes: its bytes keep key order and tell ``1``
     from ``1.0`` and ``true``; what it cannot write (huge integers, deep nesting) is walked."""
     try:
         return bool(orjson.dumps(mine) == orjson.dumps(theirs))

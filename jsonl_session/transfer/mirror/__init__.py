@@ -1,4 +1,11 @@
-"""The mirror wing: keep a database equal to a folder, live or once (see ``run``).
+"""The mirror wing: keep a database equal to a folder, live or once.
+
+``run`` is the mirror (``mirror_folder``, ``catch_up_mirror``: compare everything, then follow),
+``follow`` its live half (a folder watch's changes in, one transaction per session out),
+``plan`` the smallest difference between a file and its database copy (pure), ``outcomes``
+what it reports per session. ``targets`` opens the database by URL: ``sql_target`` (any
+SQLAlchemy URL), ``pg_target`` (PostgreSQL through asyncpg's own calls), ``redis_target``, and
+``sharded`` (several databases, each session in the one its id hashes to).
 
 It stands on ``sdk_schema`` (the SDK's tables, keys and item text) and never imports the copy
 wing (``backends``, ``all_sessions``, ``single`` and their stores), nor they it; import-linter checks.

@@ -10,7 +10,7 @@ and the comparison starts again. Before queueing anything it checks, under the s
 that both keys are of the SDK's types (or absent): a key of another type fails the session
 with nothing written, where ``EXEC`` would have run the commands before the one refused.
 An id whose keys are another session's (``a:messages``) is refused before any of this
-(``sdk_schema.refusal``).
+(``transfer.sdk_schema.refusal``).
 
 A Redis server that restarts may come back empty (no persistence) or older (a snapshot), and
 the client reconnects by itself, so the mirror would not notice from errors alone. The server's

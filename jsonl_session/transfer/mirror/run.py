@@ -14,7 +14,7 @@ machines read the same items ``get_items()`` reads from the files:
   (:class:`FolderUnavailable`: it is far more likely unmounted or mistyped than emptied), and
   so is one pass that would delete more than half of the sessions stored, and more than
   :data:`FEW_DELETIONS` (:class:`MassDeletionRefused`), unless ``mass_delete=True``;
-* an id the database cannot hold exactly (``sdk_schema.refusal``: a Redis id ending in
+* an id the database cannot hold exactly (``transfer.sdk_schema.refusal``: a Redis id ending in
   ``:messages`` or ``:counter``, a NUL for PostgreSQL) fails that session before any write;
 * on start, and after any outage (the database unreachable or restarted: the mirror retries
   on its own), every session is compared with the database and the difference applied, so
@@ -89,7 +89,7 @@ Progress = Callable[[int, int], None]
 """``progress(sessions_compared, sessions_total)`` during a catch-up."""
 Folder = str | os.PathLike[str] | SessionDirectory
 URLs = str | Sequence[str]
-"""One database URL, or several: each session then goes to the one ``shards.shard_of`` names."""
+"""One database URL, or several: each session then goes to the one ``transfer.shards.shard_of`` names."""
 
 
 async def mirror_folder(

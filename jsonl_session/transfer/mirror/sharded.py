@@ -1,4 +1,4 @@
-"""Several databases as one mirror target: each session in the one ``shards.shard_of`` names.
+"""Several databases as one mirror target: each session in the one ``transfer.shards.shard_of`` names.
 
 A :class:`ShardedTarget` routes each ``sync`` to the session's home database, lists what all of
 them hold, and deletes a session wherever it is stored (a copy left in another database by an
@@ -21,7 +21,7 @@ __all__ = ["ShardedTarget"]
 
 
 class ShardedTarget:
-    """The databases ``targets`` (in the order of their URLs) as one :class:`Target`."""
+    """The databases ``targets`` (in the order of their URLs) as one ``targets.Target``."""
 
     def __init__(self, targets: Sequence[Target]) -> None:
         self.targets = list(targets)

@@ -30,7 +30,8 @@ class Target(Protocol):
 
     url: str
     kind: str
-    """What ``sdk_schema.refusal`` checks ids against: ``redis``, ``postgresql``, ``sqlite``, ``sql``."""
+    """What ``transfer.sdk_schema.refusal`` checks ids against: ``redis``, ``postgresql``,
+    ``sqlite``, ``sql``."""
 
     async def check(self) -> None: ...
     async def listing(self) -> list[object]: ...
