@@ -93,16 +93,44 @@ def _read(path: Path, fd: int, size: int, *, turns: bool, lock_timeout: float) -
     """The growth (None unless ``turns``) and the first user message of the file open on ``fd``."""
     if not turns:
         return None, first_user_message(fd, size)
-    growing = _Growing()
+    about = AboutLines()
     for scan in reads.scan_file(fd, size):
+        about.add(scan)
+    return about.growth(path, lock_timeout=lock_timeout), about.first_question()
+
+
+class AboutLines:
+    """:func:`about_of`, fed a session's lines a scan at a time by a reader that scans them anyway.
+
+    ``serve`` reads a page's bytes once: the same scans make the items' views, these numbers
+    and the times matched against ``.times``.
+    """
+
+    def __init__(self) -> None:
+        self._growing = _Growing()
+
+    def add(self, scan: scanner.Scan) -> None:
+        """Count the scan's items (lines that are not items are skipped)."""
         for line in scan.lines:
             item = scanner.parse_item(line.data)
             if item is not None:
-                growing.add(line.number, len(line.data), item)
-    # The usage log has its own lock, which every writer of it holds: it reads whole.
-    usage_log = sidecar_files.sidecar(path, sidecar_files.USAGE)
-    records = sidecar_files.read_lines(usage_log, timeout=lock_timeout)
-    return growing.done(records), growing.questions[0] if growing.questions else None
+                self._growing.add(line.number, len(line.data), item)
+
+    def first_question(self) -> Any:
+        """The first user message of the lines so far, or None."""
+        questions = self._growing.questions
+        return questions[0] if questions else None
+
+    def growth(self, path: Path, *, lock_timeout: float) -> Growth:
+        # The usage log has its own lock, which every writer of it holds: it reads whole.
+        usage_log = sidecar_files.sidecar(path, sidecar_files.USAGE)
+        return self._growing.done(sidecar_files.read_lines(usage_log, timeout=lock_timeout))
+
+    def about(self, path: str | os.PathLike[str], *, turns: bool, lock_timeout: float) -> dict[str, Any]:
+        """The page's ``about`` of the lines so far (``turns`` False: without the panel)."""
+        path = Path(path)
+        growth = self.growth(path, lock_timeout=lock_timeout) if turns else None
+        return _about(path, growth, self.first_question())
 
 
 class _Growing:

@@ -202,17 +202,6 @@ def views_of_scans(
             yield _line_view(builder, next_number, None, scan.pending, torn=True)
 
 
-def encoded_views(fd: int, size: int, *, piece_bytes: int) -> Iterator[bytes]:
-    """The views of the file's first ``size`` bytes as JSON objects (:func:`encode_view`), one at a time.
-
-    Read ``piece_bytes`` at a time as the views are taken: a server streaming a page to a
-    client that reads slowly holds one piece, not the session. A torn tail is left out, as
-    a session follower leaves it (a write may be under way).
-    """
-    for view in views_of_scans(reads.scan_file(fd, size, piece_bytes=piece_bytes), torn_tail=False):
-        yield encode_view(view)
-
-
 def prime(builder: ViewBuilder, scans: Iterable[scanner.Scan]) -> int | None:
     """Feed ``builder`` what the lines leave in it, and count the views they make, making none.
 

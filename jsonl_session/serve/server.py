@@ -23,7 +23,7 @@ not sent a whole request, or gets a 503 at once, without a thread, if every one 
 request's line and headers must arrive within ``head_seconds`` of the connection (a half-sent
 request held a thread and a descriptor forever); a client that takes no byte for
 ``write_seconds`` is dropped (an ``EventSource`` reconnects by itself, and gets a ``reset``).
-Pages are streamed from the session file a piece at a time (:func:`page_parts`) and events
+Pages are streamed from the session file a piece at a time (``page``) and events
 written from the hub's shared views: nothing is copied whole per client.
 
 Safety: no route takes a path. A session is looked up by id among the regular files
@@ -50,29 +50,24 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from ..core import reads
 from ..core.errors import JSONLSessionError
-from ..core.item_times import numbered_times
 from ..core.names import filename_for
-from ..history.page_data import about_of
-from ..render.html import Live, content_security_policy, index_page, json_array_parts, live_head, live_rest
-from ..render.views import encoded_views
+from ..render.html import content_security_policy, index_page
 from ..session.folder import SessionDirectory
 from .addresses import check_address, is_local, local_names
 from .heap import give_back, one_arena
 from .hub import Hub
-from .mirrors import PageSnapshot
+from .page import page_parts
 from .rows import index_row
 from .subscriptions import MAX_QUEUED_BYTES
 
@@ -86,8 +81,6 @@ EVICTION_SECONDS = 2.0
 """At most this long for a closed idle connection's thread to give back its slot."""
 ACCEPT_RETRY_SECONDS = 0.05
 """Out of descriptors with no idle connection to close: the wait before accepting again."""
-PAGE_PIECE_BYTES = 64 * 1024
-"""How much of a session file a page's stream reads, renders and writes at a time (held per client)."""
 _BUSY = (
     b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
     b"Retry-After: 1\r\nConnection: close\r\nContent-Length: 41\r\n\r\n"
@@ -215,7 +208,7 @@ class ViewerServer(ThreadingHTTPServer):
             self._heads.pop(request, None)
 
     def service_actions(self) -> None:
-        """Every loop of ``serve_forever``: end overdue half-sent requests, drop unused mirrors."""
+        """Every loop of ``serve_forever``: end overdue half-sent requests, drop sessions no page shows."""
         now = time.monotonic()
         with self._heads_lock:
             late = [request for request, due in self._heads.items() if due <= now]
@@ -320,7 +313,9 @@ class Handler(BaseHTTPRequestHandler):
             if not body:
                 return
             try:
-                for piece in page_parts(self.server.hub, page):
+                for piece in page_parts(
+                    page, self.server.hub.settle, lock_timeout=self.server.hub.lock_timeout
+                ):
                     self.wfile.write(piece)
             except (BrokenPipeError, ConnectionResetError, TimeoutError):
                 raise
@@ -384,36 +379,6 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if body:
             self.wfile.write(data)
-
-
-def page_parts(hub: Hub, page: PageSnapshot) -> Iterator[bytes]:
-    """A served transcript page, streamed from the file as the client takes it.
-
-    Memory holds one piece (:data:`PAGE_PIECE_BYTES` of the file and its views), whatever the
-    session's size and however slowly the client reads: the items are read, rendered and
-    written a piece at a time, and what is known only once they are written (the turns, the
-    times, the version, see ``Hub.settle``) comes after them in the page's data.
-    """
-    path, timeout = page.path, hub.lock_timeout
-    yield live_head(page.session_id, meta=str(path), about=_about(page, turns=False, lock_timeout=timeout))
-    views = encoded_views(page.fd, page.size, piece_bytes=PAGE_PIECE_BYTES)
-    yield from json_array_parts(views, piece_bytes=PAGE_PIECE_BYTES)
-    about = _about(page, turns=True, lock_timeout=timeout)
-    try:  # when each item was added: a page without times beats no page
-        times = numbered_times(path, reads.scan_file(page.fd, page.size))
-    except (OSError, JSONLSessionError):
-        times = None
-    version = hub.settle(page)
-    events = f"events?id={quote(page.session_id, safe='')}&v={version}"
-    yield from live_rest(Live(events=events, version=version, problem=page.problem), about=about, times=times)
-
-
-def _about(page: PageSnapshot, *, turns: bool, lock_timeout: float) -> dict[str, Any] | None:
-    """The header (and ``turns``: the turns panel) of the page's bytes; a broken .meta hides nothing else."""
-    try:
-        return about_of(page.path, page.fd, page.size, turns=turns, lock_timeout=lock_timeout)
-    except (OSError, JSONLSessionError):
-        return None
 
 
 def connection_budget(connections: int) -> int:

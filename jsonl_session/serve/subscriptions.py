@@ -3,14 +3,15 @@
 A page that stops reading must not make ``serve`` hold every change for it (a stalled
 ``/events`` client once took the server from 34 MB to 331 MB), so each subscription holds at
 most ``MAX_QUEUED_BYTES`` beyond one event; past that its queue is dropped and it gets one
-coalesced ``reset`` from the hub when it reads again. The hub (``hub``) fills the queues.
+coalesced ``reset`` when it reads again. The hub (``hub``) fills the queues, and hands each
+subscription the two things it asks of it: a ``reset`` made now, and its leaving.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -19,8 +20,6 @@ from ..render.html import PIECE_BYTES
 
 if TYPE_CHECKING:
     from typing_extensions import Self
-
-    from .hub import Hub
 
 __all__ = ["MAX_QUEUED_BYTES", "Event", "Subscription"]
 
@@ -32,9 +31,9 @@ MAX_QUEUED_BYTES = 1024 * 1024
 class Event:
     """One server-sent event: the version it brings a page to, and its JSON payload in pieces.
 
-    ``views`` (escaped JSON objects, shared with the mirror, never copied) go between ``head``
+    ``views`` (escaped JSON objects, shared with the shown session, never copied) go between ``head``
     and ``tail``, joined by commas: a ``reset`` of a 40 MB session is written from the
-    mirror's views, a piece at a time, without a 40 MB copy per client.
+    session's views, a piece at a time, without a 40 MB copy per client.
     """
 
     version: int
@@ -74,11 +73,21 @@ class Subscription:
 
     ``get`` returns the next :class:`Event`, None after ``timeout`` seconds without one (time
     for a keep-alive), and raises :class:`EOFError` once the hub or the subscription is closed.
+    ``catch_up`` makes the ``reset`` of a subscription that fell behind (and restarts it with
+    it); ``leave`` is called when it closes.
     """
 
-    def __init__(self, hub: Hub, session_id: str | None, max_bytes: int) -> None:
+    def __init__(
+        self,
+        session_id: str | None,
+        max_bytes: int,
+        *,
+        catch_up: Callable[[Subscription], None],
+        leave: Callable[[Subscription], None],
+    ) -> None:
         self.session_id = session_id
-        self._hub = hub
+        self._catch_up = catch_up
+        self._leave = leave
         self._max_bytes = max_bytes
         self._queue: collections.deque[Event] = collections.deque()
         self._bytes = 0
@@ -111,10 +120,11 @@ class Subscription:
                 return event
             if not self._behind:
                 return None
-        return self._hub.catch_up(self)
+        self._catch_up(self)  # restarts the queue with a reset (outside our lock: the hub's first)
+        return self.get(0)
 
     def close(self) -> None:
-        self._hub.unsubscribe(self)
+        self._leave(self)
         self.stop()
 
     def stop(self) -> None:

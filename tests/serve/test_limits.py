@@ -100,7 +100,7 @@ def folder(tmp_path: Path) -> Path:
     return directory
 
 
-# -- the hub: byte-bounded queues, one coalesced reset, mirrors only for open pages ----------------
+# -- the hub: byte-bounded queues, one coalesced reset, shown sessions only for open pages ----------------
 
 
 def test_a_subscriber_that_does_not_read_holds_at_most_its_bytes_then_gets_one_reset(folder: Path) -> None:
@@ -140,18 +140,18 @@ def test_only_sessions_a_page_shows_are_kept_in_memory(folder: Path, monkeypatch
     try:
         JSONLSession("other", folder).add_items_sync([{"role": "user", "content": "a change"}])
         time.sleep(0.3)
-        assert hub.mirrored() == []  # the index needs no items
+        assert hub.shown() == []  # the index needs no items
         page = hub.page("chat")
         assert page is not None and len(page[1]) == 9
         events = hub.subscribe("chat", page[0])
         assert events is not None
         monkeypatch.setattr(hub_module, "LINGER_SECONDS", 0.0)
         hub.sweep()
-        assert hub.mirrored() == ["chat"]  # followed by a page: kept
+        assert hub.shown() == ["chat"]  # followed by a page: kept
         events.close()
         hub.sweep()
-        assert hub.mirrored() == []  # no page shows it: dropped
-        assert hub.page("nope") is None and hub.mirrored() == []
+        assert hub.shown() == []  # no page shows it: dropped
+        assert hub.page("nope") is None and hub.shown() == []
     finally:
         hub.close()
 
