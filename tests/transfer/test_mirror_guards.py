@@ -458,3 +458,44 @@ def test_sqlite_a_foreign_writer_cannot_slip_in_between_the_count_and_the_write(
         event.remove(Engine, "before_cursor_execute", just_before_the_insert)
     assert foreign == ["database is locked"]
     assert sdk_view(url) == folder_view(folder) == {"s": [turn(n) for n in (1, 2, 3, 4)]}
+
+
+# -- 2 and 4 on the single-session path: export ID --to URL --as OTHER ----------------------------------
+
+
+def test_a_single_export_under_an_id_the_backend_cannot_hold_is_refused_and_writes_nothing(
+    folder: Path, rd: str, pg: str
+) -> None:
+    from jsonl_session.transfer import export_session
+
+    session(folder, "a").add_items_sync([turn(1), turn(2)])
+    session(folder, "b").add_items_sync([turn(9)])
+    assert run(folder, "export", "a", "--to", rd).code == 0
+    before = redis_keys(rd)
+
+    done = run(folder, "export", "b", "--to", rd, "--as", "a:messages")
+    assert done.code == 1, done
+    assert len(done.err.strip().splitlines()) == 1 and ":messages" in done.err and "Traceback" not in done.err
+    assert redis_keys(rd) == before and sdk_view(rd) == {"a": [turn(1), turn(2)]}
+
+    (folder / "nul%00id.jsonl").write_text(json.dumps(turn(3)) + "\n")
+    with pytest.raises(ValueError, match="NUL"):
+        asyncio.run(export_session(session(folder, "nul\x00id"), pg))
+    assert sdk_view(pg) == {}
+
+
+def test_files_removed_one_by_one_while_the_mirror_follows_are_deleted_without_yes(
+    folder: Path, pg: str
+) -> None:
+    """The mass-deletion guard is for one pass (a start, an outage); each removal the live
+    mirror sees as it happens is one deletion, however many there are in the end."""
+    from test_mirror import Running, wait_until
+
+    for n in range(5):
+        session(folder, f"s{n}").add_items_sync([turn(n)])
+    with Running(folder, pg, delete=True, mass_delete=False) as mirror:
+        for n in range(1, 5):
+            SessionDirectory(folder).delete(f"s{n}")
+            wait_until(lambda n=n: f"s{n}" not in sdk_view(pg))
+    assert sdk_view(pg) == folder_view(folder) == {"s0": [turn(0)]}
+    assert sorted(o.session_id for o in mirror.outcomes if o.status == "deleted") == ["s1", "s2", "s3", "s4"]

@@ -289,3 +289,19 @@ def test_a_database_stopped_and_started_mid_stream_is_caught_up(
     assert any("reachable again" in notice for notice in mirror.notices), mirror.notices
     files = folder_view(directory)
     assert sdk_view_elsewhere(server.url, sorted(files)) == files
+
+
+def test_a_redis_restarted_empty_while_the_folder_is_quiet_is_filled_again(
+    tmp_path: Path, restartable_redis: Redis
+) -> None:
+    """Nothing is written meanwhile, so no write fails: the mirror's own look at the server
+    (twice a second: reachable, and the same ``run_id``) finds it restarted and compares everything."""
+    directory = tmp_path / "sessions"
+    for n in range(4):
+        session(directory, f"quiet-{n}").add_items_sync([{"role": "user", "content": f"quiet {n}"}])
+    with Running(directory, restartable_redis.url) as mirror:
+        equal_soon(directory, restartable_redis.url)
+        restartable_redis.stop()
+        restartable_redis.start()
+        equal_soon(directory, restartable_redis.url, timeout=30)
+    assert any("catching up" in notice for notice in mirror.notices), mirror.notices
