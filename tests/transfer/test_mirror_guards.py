@@ -495,7 +495,8 @@ def test_files_removed_one_by_one_while_the_mirror_follows_are_deleted_without_y
         session(folder, f"s{n}").add_items_sync([turn(n)])
     with Running(folder, pg, delete=True, mass_delete=False) as mirror:
         for n in range(1, 5):
-            SessionDirectory(folder).delete(f"s{n}")
-            wait_until(lambda n=n: f"s{n}" not in sdk_view(pg))
+            gone = f"s{n}"
+            SessionDirectory(folder).delete(gone)
+            wait_until(lambda: gone not in sdk_view(pg))  # noqa: B023  (called before gone changes)
     assert sdk_view(pg) == folder_view(folder) == {"s0": [turn(0)]}
     assert sorted(o.session_id for o in mirror.outcomes if o.status == "deleted") == ["s1", "s2", "s3", "s4"]
