@@ -5,7 +5,8 @@ shared ways of printing and failing and ``lookup`` finds the sessions a command 
 one module per command family holds the commands: ``sessions`` (``ls``, ``show``, ``tail``,
 ``add``, ``pop``, ``clear``, ``rm``, ``fork``, ``textconv``), ``tools`` (``check``,
 ``redact``, ``edit``, ``grep``, ``stats``), ``history`` (``rewind``, ``show --turns``, ``ls
---tree``), ``follow`` (``tail -f``), ``transfer`` (``export``, ``import``) and ``serve``.
+--tree``), ``meta``, ``follow`` (``tail -f``), ``transfer`` (``export``, ``import``),
+``mirror``, ``retention`` (``prune``, ``restore``) and ``serve``.
 Library errors become one line on stderr and an exit code (0 ok, 1 problems found or failed,
 2 usage error), never a traceback. Nothing here imports the core modules that lock, read or
 write session files (``locking``, ``reads``, ``storage``, ``transaction``): the library does

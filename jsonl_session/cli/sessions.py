@@ -61,8 +61,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.json:
         if not infos and filtered:
             return 1
-        # The standard json module, not orjson: for these flat records (str, int, bool, None) it
-        # writes the same bytes, and loads ~10 ms sooner (tests/cli/test_cli.py, test_startup.py).
+        # The standard json module, not orjson: for these flat records (str, int, bool, None) it writes
+        # the same bytes, and loads ~10 ms sooner (tests/cli/test_cli.py, tests/project/test_startup.py).
         import json
 
         for info in infos:

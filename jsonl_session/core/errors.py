@@ -175,7 +175,7 @@ class LockTimeout(JSONLSessionError, TimeoutError):
 class LockReentryError(JSONLSessionError, RuntimeError):
     """This thread already holds the session's lock, so waiting for it would deadlock.
 
-    Typically a call on the session inside its own ``rewrite()`` block: change ``draft.items``
+    Typically a call on the session inside its own ``rewrite()`` block: change ``Draft.items``
     there instead.
     """
 

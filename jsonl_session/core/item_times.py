@@ -13,16 +13,16 @@ and an item whose line matches no record simply has no time.
 
 Times are advisory, so they cost little: no fsync of their own (a power loss can lose the
 newest ones; the items' own fsync is unchanged), one ``write`` per ``add_items`` through a
-descriptor kept open (:class:`TimesLog`), and any error writing them is swallowed: an append
+descriptor kept open (``times_log.TimesLog``), and any error writing them is swallowed: an append
 that reached the session is never reported as failed because of its time. A writer killed
 in the middle of that ``write`` leaves a torn record; the strict format (13 digits, a space,
 8 hex digits) makes readers skip it and anything glued to it, and the next descriptor opened
 ends it with a newline first. What a crash can lose: the times of the items written last.
 
-Removals keep the file in step (:meth:`TimesLog.forget_newest` for pop and rewind, truncation
+Removals keep the file in step (``times_log.TimesLog.forget_newest`` for pop and rewind, truncation
 for clear); a rewrite writes a new file through the one atomic replace
 (``storage.replace_file``), keeping the times of the items it keeps (matched by fingerprint)
-and stamping new ones now (:meth:`TimesLog.rewrite`). Records that match no item any more (a
+and stamping new ones now (``times_log.TimesLog.rewrite``). Records that match no item any more (a
 line deleted by hand) are harmless, and dropped by the next rewrite.
 """
 

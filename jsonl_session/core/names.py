@@ -14,7 +14,7 @@ import re
 from .errors import InvalidSessionId
 
 SUFFIX = ".jsonl"
-# Where sessions live unless told otherwise (here, not in session.py, so that listing a
+# Where sessions live unless told otherwise (here, not in session/store.py, so that listing a
 # folder does not import the session class).
 DEFAULT_DIRECTORY = "sessions"
 TORN_SUFFIX = ".torn"

@@ -8,7 +8,7 @@ shows a session with everything that belongs to it:
 * ``.torn``: fragments of lines cut by a killed writer (see ``storage``);
 * ``.lineage``: where a fork came from, one JSON object (see ``lineage``);
 * ``.usage``: token usage per run, JSON Lines, append-only (see ``usage``);
-* ``.run``: a run paused for a tool approval, one JSON object (see ``runs``).
+* ``.run``: a run paused for a tool approval, one JSON object (see ``history.paused_runs``).
 
 Two ways of writing, both with rules the session file already follows:
 

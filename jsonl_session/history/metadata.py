@@ -12,7 +12,7 @@ stable bytes, every key optional (an absent key is unset)::
       "updated_at": "2026-12-03T19:40:07Z"
     }
 
-It is read, changed and replaced atomically (``sidecar_files.write_json``) while the session's
+It is read, changed and replaced atomically (``core.sidecar_files.write_json``) while the session's
 lock is held exclusively: two processes tagging one session at once both keep their tags
 (``tests/history/test_metadata.py``), and a reader sees the old object or the new one, without
 a lock. ``rm`` removes it with the other sidecars, ``prune`` archives it, a session created

@@ -1,6 +1,6 @@
 """A run paused for a tool approval: ``<file>.jsonl.run``, one JSON object, replaced atomically.
 
-The SDK stops a run whose tool ``needs_approval`` and returns ``result.interruptions``;
+The SDK stops a run whose tool ``needs_approval`` and returns ``RunResult.interruptions``;
 ``result.to_state()`` can resume it later, in another process. The file keeps that state
 with what a person deciding needs to see, without the SDK::
 

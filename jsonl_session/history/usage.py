@@ -46,7 +46,7 @@ def counters_of(usage: Any) -> dict[str, int]:
 
 
 def result_counters(result: Any) -> dict[str, int]:
-    """The usage so far of a run result (``result.context_wrapper.usage``; zeros if it has none)."""
+    """The usage so far of a run result (``RunResult.context_wrapper.usage``; zeros if it has none)."""
     usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
     return counters_of(usage) if usage is not None else dict.fromkeys(COUNTERS, 0)
 

@@ -7,7 +7,7 @@ lock, turn every line into a view (:mod:`jsonl_session.render.views`), hand the 
 temporary file (a pop truncates in place, so it cannot be read after the lock is let go),
 then rendered from the copy a piece at a time, each piece written as it is made. Peak memory
 stays that of one piece whatever the session's size: a 100,000-item session (46 MB of HTML)
-peaked at 259 MB when the page was built whole (tests/render/test_html_memory.py).
+peaked at 259 MB when the page was built whole (tests/render/test_html_streaming.py).
 
 Example:
     >>> page = session_html("sessions/convo_123.jsonl", "convo_123")     # doctest: +SKIP

@@ -88,7 +88,7 @@ def transcript_page(
     about: Mapping[str, Any] | None = None,
     times: Sequence[Sequence[int]] | None = None,
 ) -> bytes:
-    """A transcript page for the views in ``items_json`` (a JSON array from ``view.encode_views``).
+    """A transcript page for the views in ``items_json`` (a JSON array from ``views.encode_views``).
 
     Args:
         title: The page title and heading (a session id).
@@ -118,7 +118,7 @@ def transcript_parts(
 
     ``views`` are the items' JSON objects (``views.encode_view``), one at a time: the page of a
     100,000-item session is never whole in memory (``show --html`` writes each piece as it
-    comes; tests/render/test_html_memory.py).
+    comes; tests/render/test_html_streaming.py).
 
     Example:
         >>> from jsonl_session.render.views import ViewBuilder, encode_view

@@ -405,7 +405,7 @@ def serve(
 ) -> int:
     """Serve ``directory`` until Ctrl-C or SIGTERM; print the URL on stdout first. Returns 0.
 
-    Raises :class:`AddressRefused` for a port out of range, or a host other than a loopback
+    Raises ``addresses.AddressRefused`` for a port out of range, or a host other than a loopback
     one without ``allow_remote``. Made for a process of its own (the CLI's): it asks glibc for
     one malloc arena for the whole process (``serve.heap``).
 

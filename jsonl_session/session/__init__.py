@@ -1,10 +1,14 @@
 """``JSONLSession`` and the folder of sessions it lives in.
 
-``store`` is the Agents SDK ``Session`` over one file; ``history_methods`` adds turns,
-lineage, usage and paused runs to it; ``compaction`` holds the hooks the SDK's compaction
-wrapper looks for; ``settings`` is the SDK's ``SessionSettings`` when the SDK is loaded;
-``folder`` lists, opens, deletes and forks the sessions of a directory; ``parsing`` turns JSON
-Lines a person wrote into items (``jsonl-session add -``, ``edit``).
+``store`` is the Agents SDK ``Session`` over one file; ``locked_operations`` is its internal
+interface (locks, locked reads, rewrites), ``history_methods`` adds turns, lineage, usage and
+paused runs to it, ``metadata_methods`` the title, tags and owner, ``timestamps`` when each
+item was added, and ``routing`` one object serving many users; ``compaction`` holds the hooks
+the SDK's compaction wrapper looks for; ``settings`` is the SDK's ``SessionSettings`` when the
+SDK is loaded; ``folder`` lists, opens, deletes and forks the sessions of a directory
+(``session_info``: one session as a listing reports it; ``listing_cache``: what a listing
+keeps between calls); ``parsing`` turns JSON Lines a person wrote into items (``jsonl-session
+add -``, ``edit``).
 
 Example:
     >>> from jsonl_session.session import JSONLSession, DEFAULT_DIRECTORY

@@ -1,7 +1,7 @@
 """The optional hooks the Agents SDK's compaction wrapper looks for, done as one rename each.
 
 ``OpenAIResponsesCompactionSession`` (and ``EncryptedSession`` stacked on it) replaces a
-history after ``responses.compact``. On a store without hooks it does ``clear_session()`` then
+history after ``client.responses.compact()``. On a store without hooks it does ``clear_session()`` then
 ``add_items()``: in between, a reader or a follower sees an empty conversation, and a crash
 there leaves it empty. A file can instead be replaced by one ``rename`` under the lock, so we
 offer the two hooks the SDK probes for (openai-agents >= 0.2x; older releases never call them):

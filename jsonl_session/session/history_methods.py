@@ -1,7 +1,7 @@
 """Turns, lineage, usage and paused runs on a ``JSONLSession`` (mixed into the class).
 
 Kept apart from ``session`` so that the SDK protocol stays short to read; every method here
-goes through the same lock as the items (``self.locked``, or ``self.locked_in_thread`` for
+goes through the same lock as the items (``LockedOperations.locked``, or its ``locked_in_thread`` for
 the async ones), and the files it touches are the sidecars described in ``sidecar_files``. Async
 methods wait for the session's lock on the loop and run the locked work in a worker thread:
 waiting for another process's session lock never holds a thread, and a started write
@@ -111,7 +111,7 @@ class SessionFeatures(MetadataMethods):
 
         Raises:
             ValueError: a streamed run (``Runner.run_streamed``) has not finished yet
-                (``result.is_complete`` is False): record it after its events are consumed.
+                (``RunResultStreaming.is_complete`` is False): record it after its events are consumed.
             SessionNotFoundError: the session does not exist.
 
         Example:

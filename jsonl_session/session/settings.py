@@ -2,7 +2,7 @@
 
 Since openai-agents 0.19 the SDK's ``resolve_session_limit()`` accepts only its own
 ``SessionSettings`` or a dict, so a wrapper such as ``EncryptedSession`` that reads
-``session.session_settings`` fails on any look-alike. The SDK's class is therefore what
+``JSONLSession.session_settings`` fails on any look-alike. The SDK's class is therefore what
 :attr:`JSONLSession.session_settings` returns whenever ``agents`` has been imported.
 
 We never import ``agents`` ourselves to find out: loading the SDK takes about a second, which

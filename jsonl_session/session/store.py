@@ -58,7 +58,7 @@ class JSONLSession(SessionFeatures, TimestampMethods):
 
     Args:
         session_id: Any non-empty string. Ids made of letters, digits, ``.``, ``_`` and
-            ``-`` are the file name; others are percent-encoded (see ``naming``).
+            ``-`` are the file name; others are percent-encoded (see ``core.names``).
         directory: Folder of session files, created (0700) on first write.
         session_settings: The SDK's ``SessionSettings`` or a dict such as ``{"limit": 50}``;
             its ``limit`` applies when ``get_items()`` is called without one. Read back, it is
@@ -140,7 +140,7 @@ class JSONLSession(SessionFeatures, TimestampMethods):
 
     @property
     def lock_timeout(self) -> float:
-        """Seconds to wait for another process's lock before :class:`LockTimeout` (never forever)."""
+        """Seconds to wait for another process's lock before ``jsonl_session.LockTimeout`` (never forever)."""
         return self._lock_timeout
 
     @lock_timeout.setter
@@ -313,7 +313,7 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         """Hold the write lock while you change the items; replace the file atomically on exit.
 
         Other processes wait (up to their ``lock_timeout``) instead of racing the edit. If
-        the block raises, or leaves ``draft.items`` unchanged, the file is not touched.
+        the block raises, or leaves ``Draft.items`` unchanged, the file is not touched.
 
         Example:
             >>> with session.rewrite() as draft:                  # doctest: +SKIP

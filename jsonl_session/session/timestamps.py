@@ -4,7 +4,7 @@ The sidecar and its rules are :mod:`jsonl_session.core.item_times`: ``add_items`
 items it appends (``timestamps=True``, the default), pops, rewinds, clears and rewrites keep
 the sidecar in step, and readers match times to items by each line's fingerprint, so hand
 edits and rewrites keep the times of the items they keep. Here the session reads them under
-its lock, beside the items they belong to. (``ls`` asks ``folder.last_activity``.)
+its lock, beside the items they belong to. (``ls`` asks ``SessionInfo.last_activity``.)
 """
 
 from __future__ import annotations

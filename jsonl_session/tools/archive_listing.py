@@ -22,7 +22,7 @@ __all__ = ["ArchivedSession", "archived_usage", "list_archives"]
 
 @dataclass(frozen=True)
 class ArchivedSession:
-    """One archive :func:`restore` can bring back (``jsonl-session restore --list``)."""
+    """One archive ``retention.restore`` can bring back (``jsonl-session restore --list``)."""
 
     session_id: str
     archive: Path

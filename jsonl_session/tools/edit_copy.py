@@ -5,7 +5,7 @@ open, so a running agent's ``add_items`` failed with ``LockTimeout`` after 10 s
 (tests/tools/test_edit_concurrent.py). Now the lock is held only for a moment at each end:
 
 1. the session's bytes are read under a shared lock (the *base*) and written to a copy next
-   to the session (``temp_files.create_edit_copy``: 0600, locked, removed when the edit ends;
+   to the session (``core.temp_files.create_edit_copy``: 0600, locked, removed when the edit ends;
    ``check --fix`` removes one a killed edit left);
 2. the person edits the copy; agents append meanwhile, without waiting;
 3. on save, under the write lock: if the file is still the base, or the base plus appended

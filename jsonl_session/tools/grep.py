@@ -12,7 +12,7 @@ holds a word its raw line does not in these cases, each handled here:
   escape is decoded too;
 * with ``-i``, Python's ``re`` also folds ``ſ`` to s, the Kelvin sign to k and ``ı``, ``İ`` to i:
   lines holding those characters are decoded when the word has the letter;
-* the text is partly *built* (``transcript.text_of``): parts joined with spaces (a word
+* the text is partly *built* (``render.item_text.text_of``): parts joined with spaces (a word
   cannot span two), tool arguments serialised again compactly (no ``:`` or ``,`` in a word;
   numbers re-formatted, ``1E2`` becomes ``100.0``: no digits), and ``[part]``, ``None``,
   ``True``, ``False``, ``inf``, ``nan`` from values that are no text: words found in those
@@ -77,11 +77,11 @@ class Hit:
         """The item's 1-based line number in its file."""
         self.item = item
         self.role = label(item)
-        """``user``, ``assistant``, ``function_call``... (``item_text.label``)."""
+        """``user``, ``assistant``, ``function_call``... (``render.item_text.label``)."""
         self.heading = heading(item)
         """What a transcript shows before the text (``tool call get_weather``...)."""
         self.text = text
-        """The item's text as the transcript shows it (``item_text.text_of``), which was searched."""
+        """The item's text as the transcript shows it (``render.item_text.text_of``), which was searched."""
         self.start = start
         """Where the first match begins in ``text``."""
         self.end = end

@@ -7,7 +7,7 @@ the same search as a plain function (what the tool calls), for use without the S
 The search is ``jsonl-session grep``'s (``tools.grep.search``: each file read under its shared
 lock, a plain word pre-filtered in the raw bytes), case-insensitive, with every word of the
 query required in one item, in any order; it reads the text a transcript shows
-(``item_text.text_of``). Each match names its session and turn (``history.turns``: a turn
+(``render.item_text.text_of``). Each match names its session and turn (``history.turns``: a turn
 starts at a user message; ``None`` before the first one), counted by reading the session a
 piece at a time up to the match: a long session is never held whole.
 

@@ -323,7 +323,7 @@ def _snapshot(path: Path) -> dict[str, os.stat_result] | None:
 
 def _own_files(path: Path) -> dict[str, int | None]:
     """The names an archive of the session at ``path`` may hold, with the most bytes each may
-    (a sidecar kind's limit, ``sidecar_files.LIMITS``; None: none)."""
+    (a sidecar kind's limit, ``core.sidecar_files.LIMITS``; None: none)."""
     limits: dict[str, int | None] = {path.name: None}
     for suffix in _SIDECARS:
         limits[path.name + suffix] = sidecar_files.LIMITS.get(suffix)

@@ -37,7 +37,7 @@ class Stats:
     sessions: int = 0
     items: int = 0
     characters: int = 0
-    """Characters of text as a transcript shows it (``item_text.text_of``)."""
+    """Characters of text as a transcript shows it (``render.item_text.text_of``)."""
     by_role: Counter[str] = field(default_factory=Counter)
     """Items by role or type: ``user``, ``assistant``, ``function_call``, ``reasoning``..."""
     tools: Counter[str] = field(default_factory=Counter)

@@ -11,7 +11,7 @@ list equals ``get_items()`` (see docs/live-tail.md, "The guarantee", for the gua
         apply(change, items)
 
 The package has one module per job: ``changes`` (what is yielded), ``engine`` (the pure
-change engine: what was delivered + what the file holds -> changes), ``files`` (reading the
+change engine: what was delivered + what the file holds -> changes), ``follower`` (reading the
 files under the lock; one session or a folder), ``wakeups`` (``watchfiles`` events),
 ``delivery`` (the one state machine, and its blocking face), ``aio`` (its async face) and
 ``options`` (:class:`WatchOptions`). This module holds the four entry points.

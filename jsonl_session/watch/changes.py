@@ -23,7 +23,7 @@ class Change:
             or conflicted line, no permission, its lock held too long); ``error`` says why
             (file and line). The other sessions are still followed; once this one reads
             again it arrives as ``replaced``. :func:`apply` leaves the list as it was.
-        session_id: Which session changed (useful with :func:`watch_directory`).
+        session_id: Which session changed (useful with :func:`~jsonl_session.watch.watch_directory`).
         items: The appended items, or for ``replaced`` the complete new list; empty otherwise.
         count: How many items were appended or removed (for ``replaced``, ``len(items)``).
         error: For ``failed``: the exception (e.g. :class:`~jsonl_session.MalformedLineError`).

@@ -1,10 +1,10 @@
 """The change engine: what a follower delivered + what the file holds now -> the changes. No I/O.
 
-A follower remembers, for one file: its identity (device, inode), its mark (see ``marks``),
+A follower remembers, for one file: its identity (device, inode), its mark (see ``core.change_mark``),
 for every line it delivered where the line starts and ends and a hash of its bytes, how far
 it has read (``consumed``) and a digest of every byte before that point.
 
-At each wake-up the file is looked at under the shared lock (``files.py`` does that) and the
+At each wake-up the file is looked at under the shared lock (``follower`` does that) and the
 engine decides how much it must see:
 
 * **only appends can have happened** (same inode, same mark, not shorter): the bytes from the
