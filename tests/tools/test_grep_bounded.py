@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,55 @@ def test_a_line_longer_than_greps_memory_is_left_to_python(tmp_path: Path) -> No
         (1, 4, "xxxxxxxxxxxx"),
         (2, 1, "needle after"),
     ]
+
+
+CORPUS = Path(__file__).parent.parent / "corpus"
+TRICKY = [
+    b'{"a": 1e400}',
+    b'{"a": -1e400}',
+    b'{"a": 1e-400}',
+    b'{"a": 18446744073709551615}',
+    b'{"a": 18446744073709551616}',
+    b'{"a": -9223372036854775808}',
+    b'{"a": -9223372036854775809}',
+    b'{"a": 1' + b"0" * 400 + b"}",
+    b'{"a": 1' + b"0" * 5000 + b"}",
+    b'{"a": NaN}',
+    b'{"a": -Infinity}',
+    b'{"a": "\\ud800"}',
+    b'{"a": "\\u00e9t\\u00e9"}',
+    b'{"a": "\xed\xa0\x80"}',
+    b'{"a": "\x7f"}',
+    b"[" * 999 + b"]" * 999,
+    b"[" * 1024 + b"]" * 1024,
+    b"[" * 1025 + b"]" * 1025,
+    b'\t{"a": -0.0, "b": 0.1e1} ',
+]
+
+
+def _decoded(loads: Callable[[bytes], object], line: bytes) -> tuple[str, object]:
+    try:
+        value = loads(line)
+    except ValueError:
+        return "refused", None
+    return type(value).__name__, value
+
+
+@pytest.mark.parametrize(
+    "source", [*sorted(CORPUS.glob("*.jsonl")), "tricky"], ids=lambda source: getattr(source, "name", source)
+)
+def test_a_few_lines_are_decoded_without_orjson_exactly_as_orjson_decodes_them(
+    source: Path | str,
+) -> None:
+    import orjson
+
+    lines = TRICKY if source == "tricky" else Path(source).read_bytes().split(b"\n")
+    for line in lines:
+        expected = _decoded(orjson.loads, line)
+        got = _decoded(grep._loads_without_orjson, line)
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(20_000)  # comparing 1,000 levels of lists recurses
+        try:
+            assert got == expected, line[:80]
+        finally:
+            sys.setrecursionlimit(limit)
