@@ -37,7 +37,7 @@ def cmd_rewind(args: argparse.Namespace) -> int:
     if not removed:
         raise Failure(f"{args.id}: no turns to rewind")
     print_items(args, removed)
-    from ..history.turns import is_user_message
+    from ..history.titles import is_user_message
 
     turns = sum(1 for item in removed if is_user_message(item))
     note = "; its paused run was discarded" if had_run else ""
@@ -160,10 +160,12 @@ def _outgrown(session_id: str, growth: TurnsGrowth, window: int | None) -> bool:
 
 
 def mark(info: SessionInfo) -> str:
-    """What ``ls`` says after a session's row: a paused run, a fork's origin."""
+    """What ``ls`` says after a session's row: a merge to finish, a paused run, a fork's origin."""
     from ..session.session_info import held_note
 
     notes = []
+    if info.needs_merge:  # git left conflict markers in it: not counted as items, `check` lists them
+        notes.append("needs merge")
     if info.paused:
         held = held_note(info.held)
         notes.append(f"paused (needs approval; {held})" if held else "paused (needs approval)")

@@ -77,6 +77,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 "held": info.held,
                 "forked_from": info.forked_from,
                 "title": info.title,
+                "default_title": info.default_title,
+                "needs_merge": info.needs_merge,
                 "tags": list(info.tags),
                 "owner": info.owner,
             }
@@ -103,23 +105,36 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def _about_columns(infos: list[SessionInfo]) -> tuple[str, list[str]]:
-    """``ls``'s OWNER, TAGS and TITLE columns (heading, cells), only when a session has metadata."""
-    if not any(info.title is not None or info.tags or info.owner is not None for info in infos):
-        return "", [""] * len(infos)
-    cells = [
-        (printable(info.owner or "-"), printable(",".join(info.tags) or "-"), printable(info.title or "-"))
-        for info in infos
-    ]
-    widths = [min(TITLE_WIDTH, max(len(cell[column]) for cell in cells)) for column in range(3)]
-    widths = [max(width, len(name)) for width, name in zip(widths, ("OWNER", "TAGS", "TITLE"))]
+    """``ls``'s OWNER, TAGS and TITLE columns (heading, cells), each only when a session has one.
 
-    def line(values: tuple[str, str, str]) -> str:
+    A session without a title shows its default one (its first user message) in quotes.
+    """
+    columns = {
+        "OWNER": [printable(info.owner or "-") for info in infos],
+        "TAGS": [printable(",".join(info.tags) or "-") for info in infos],
+        "TITLE": [_title_cell(info) for info in infos],
+    }
+    shown = {name: cells for name, cells in columns.items() if any(cell != "-" for cell in cells)}
+    widths = {name: max(len(name), min(TITLE_WIDTH, max(map(len, cells)))) for name, cells in shown.items()}
+
+    def line(values: list[str]) -> str:
         cut = [
-            value if len(value) <= width else value[: width - 1] + "…" for value, width in zip(values, widths)
+            value if len(value) <= width else value[: width - 1] + "…"
+            for value, width in zip(values, widths.values())
         ]
-        return "".join(f"  {value:<{width}}" for value, width in zip(cut, widths))
+        return "".join(f"  {value:<{width}}" for value, width in zip(cut, widths.values()))
 
-    return line(("OWNER", "TAGS", "TITLE")), [line(cell) for cell in cells]
+    return line(list(shown)), [line(list(row)) for row in zip(*shown.values())] or [""] * len(infos)
+
+
+def _title_cell(info: SessionInfo) -> str:
+    if info.title is not None:
+        return printable(info.title)
+    if info.default_title is None:
+        return "-"
+    shown = printable(info.default_title)
+    cut = shown if len(shown) <= TITLE_WIDTH - 2 else shown[: TITLE_WIDTH - 3] + "…"
+    return f'"{cut}"'  # quoted: the first user message, not a title someone set
 
 
 def iso_utc(mtime: float) -> str:

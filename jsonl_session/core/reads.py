@@ -14,11 +14,11 @@ import re
 
 from . import codec
 from .errors import MalformedLineError
-from .scanner import Scan, describe_bad_line, parse_item, scan_lines
+from .scanner import Scan, describe_bad_line, is_conflict_marker, lines_containing, parse_item, scan_lines
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
     from typing import Any
 
@@ -31,8 +31,11 @@ _SPLIT_PIECE = 1024 * 1024
 # ``count_items`` reads this much at a time: a piece that stays in the CPU's cache between
 # the read and the count is counted faster than 1 MB pieces (benchmarks/ls_speed.py).
 _COUNT_PIECE = 256 * 1024
-# A blank line (empty or whitespace only, as ``codec.is_blank`` says) between two newlines.
-_BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c]*\n")
+# A blank line (empty or whitespace only, as ``codec.is_blank`` says) between two newlines, or
+# a line that starts as a git merge conflict marker does (``scanner.is_conflict_marker``).
+_BLANK_OR_MARKER = re.compile(rb"\n(?:[ \t\r\x0b\x0c]*\n|<{7}|={7}|>{7}|\|{7})")
+_MARKER_HEAD = 64  # bytes of a line that tell whether it is a conflict marker
+_FIND_PIECE = 64 * 1024  # a first user message is nearly always in the first 64 KB
 # Lines parsed between two young-generation collections during a full read. One pause over
 # 100,000 items left ~300,000 young objects for the first collection after it, which held
 # the GIL (and stalled an event loop waiting on the worker thread) for 50-250 ms; a
@@ -194,7 +197,14 @@ def scan_file(fd: int, size: int, *, piece_bytes: int = _SPLIT_PIECE) -> Iterato
 
 
 def count_items(fd: int) -> int:
-    """Non-blank complete lines, plus an unterminated last line if it is an item (torn tails are not).
+    """Non-blank complete lines, plus an unterminated last line if it is an item (torn tails are not),
+    less the git merge conflict marker lines (:func:`count_lines`)."""
+    return count_lines(fd)[0]
+
+
+def count_lines(fd: int) -> tuple[int, int]:
+    """``(items, conflict markers)``: the lines :func:`count_items` counts, and the git merge
+    conflict marker lines (``<<<<<<<``, ``=======``, ``>>>>>>>``), which are not items.
 
     Lines are counted, not parsed, so listing a folder stays cheap: ``check`` finds bad lines.
     The file is read in pieces of ``_COUNT_PIECE``: reading it whole made ``ls`` of a 300 MB
@@ -202,14 +212,15 @@ def count_items(fd: int) -> int:
 
     A piece's newlines are counted in C (``replace`` finds them with ``memchr``, several times
     faster than ``bytes.count`` here), and its lines are checked one by one only when a regex
-    finds a blank line in it. Checking every line in Python made ``ls`` of a 50 MB folder take
-    ~6x ``wc -l`` (issue 24, ``benchmarks/ls_speed.py``). ``tests/core/test_count_items.py``
-    holds the count equal to the scanner's over random bytes and piece boundaries.
+    finds a blank line or a line that starts like a marker in it. Checking every line in Python
+    made ``ls`` of a 50 MB folder take ~6x ``wc -l`` (``benchmarks/ls_speed.py``).
+    ``tests/core/test_count_items.py`` holds the counts equal to the scanner's over random bytes
+    and piece boundaries.
     """
-    count = 0
+    count = markers = 0
     position = 0
     pending: list[bytes] = []  # pieces of the line still unfinished at the end of the last read
-    is_blank = codec.is_blank
+    is_blank, is_marker = codec.is_blank, is_conflict_marker
     while True:
         # The first read takes at least a whole BOM, whatever the piece size.
         raw = os.pread(fd, _COUNT_PIECE if position else max(_COUNT_PIECE, len(codec.BOM)), position)
@@ -223,18 +234,65 @@ def count_items(fd: int) -> int:
             continue
         pending.append(data[:first])
         if not all(is_blank(part) for part in pending):
-            count += 1
+            if is_marker(_head(pending)):
+                markers += 1
+            else:
+                count += 1
         last = data.rfind(b"\n")
         if last > first:  # complete lines between the first newline and the last
-            if _BLANK_LINE.search(data, first, last + 1) is None:
+            if _BLANK_OR_MARKER.search(data, first, last + 1) is None:
                 count += len(data) - len(data.replace(b"\n", b"")) - 1
             else:
-                count += sum(1 for line in data[first + 1 : last].split(b"\n") if not is_blank(line))
+                for line in data[first + 1 : last].split(b"\n"):
+                    if is_blank(line):
+                        continue
+                    if is_marker(line):
+                        markers += 1
+                    else:
+                        count += 1
         pending = [data[last + 1 :]]
     tail = b"".join(pending)
-    if not is_blank(tail) and parse_item(tail) is not None:
-        count += 1
-    return count
+    if not is_blank(tail):
+        if parse_item(tail) is not None:
+            count += 1
+        elif is_marker(tail):
+            markers += 1
+    return count, markers
+
+
+def _head(parts: list[bytes]) -> bytes:
+    """The first bytes of a line kept in pieces: enough to tell a conflict marker."""
+    head = b""
+    for part in parts:
+        head += part[: _MARKER_HEAD - len(head)]
+        if len(head) >= _MARKER_HEAD:
+            break
+    return head
+
+
+def first_line_where(fd: int, size: int, needle: bytes, pick: Callable[[bytes], Any]) -> Any:
+    """The first non-None ``pick(line)`` over the lines of the file's first ``size`` bytes that
+    contain ``needle``, in order; None when no line gives one.
+
+    A search of the bytes, a piece at a time: a listing finds a session's first user message
+    (every one contains ``"user"``) without splitting its other lines. Memory holds a piece
+    plus the longest line.
+    """
+    position, carry = 0, b""
+    while True:
+        piece = os.pread(fd, min(_FIND_PIECE, size - position), position) if position < size else b""
+        data = carry + piece if carry else piece
+        if position == 0:
+            data = data.removeprefix(codec.BOM)
+        position += len(piece)
+        end = data.rfind(b"\n") + 1 if piece else len(data)
+        for line in lines_containing(data[:end], needle):
+            found = pick(line.rstrip(b"\r"))
+            if found is not None:
+                return found
+        if not piece:
+            return None
+        carry = data[end:]
 
 
 def line_number(fd: int, offset: int) -> int:

@@ -16,6 +16,23 @@ if TYPE_CHECKING:
 
 _SNIPPET = 60
 
+CONFLICT_MARKERS = (b"<<<<<<< ", b"=======", b">>>>>>> ", b"||||||| ")
+"""How a line left by a text merge starts (``<<<<<<<`` alone on its line too)."""
+
+
+def is_conflict_marker(line: bytes) -> bool:
+    """Whether ``line`` (without its newline) is a git merge conflict marker line.
+
+    Defined here, with the other rules of what a line is: ``ls`` counts no marker line as an
+    item (a session with one needs a merge), and ``check`` and ``show`` name them.
+
+    Example:
+        >>> is_conflict_marker(b"<<<<<<< HEAD"), is_conflict_marker(b"======="), is_conflict_marker(b"{}")
+        (True, True, False)
+    """
+    line = line.rstrip(b"\r")
+    return line == b"<<<<<<<" or line.startswith(CONFLICT_MARKERS)
+
 
 class Line:
     """One non-blank line of a session file, as :func:`scan_lines` finds it.

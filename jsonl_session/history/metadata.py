@@ -35,13 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from ..core import reads, scanner, sidecar_files
+from ..core import sidecar_files
 from ..core.errors import SessionFileError
 from ..core.names import META
 from ..core.transaction import Transaction
-from ..render.item_text import shorten, text_of
 from .lineage import now
-from .turns import TEXT_WIDTH, is_user_message
+from .titles import default_title, first_user_message
 
 MAX_TEXT = 200
 """Characters of a title, an owner or an ``extra`` key."""
@@ -229,35 +228,12 @@ def write_metadata(session_path: Path, metadata: SessionMetadata, *, durable: bo
         sidecar_files.write_json(meta_path(session_path), metadata.to_json(), durable=durable)
 
 
-def first_user_message(fd: int, size: int) -> Any:
-    """The first user message of an open session file (read up to it, a piece at a time), or None."""
-    for scan in reads.scan_file(fd, size):
-        for line in scan.lines:
-            if b'"user"' in line.data:  # most lines are not one: skip decoding them
-                item = scanner.parse_item(line.data)
-                if is_user_message(item):
-                    return item
-    return None
-
-
 def read_default_title(session_path: Path, *, lock_timeout: float) -> str | None:
     """The default title of the session at ``session_path``, read under its shared lock (None if none)."""
     with Transaction(session_path, write=False, timeout=lock_timeout) as file:
         if not file.exists:
             return None
         return default_title(first_user_message(file.fd, file.size))
-
-
-def default_title(item: Any) -> str | None:
-    """A title from a user message: its text, whitespace collapsed, cut to 60 characters.
-
-    Example:
-        >>> default_title({"role": "user", "content": "What's the\\n weather in Paris?"})
-        "What's the weather in Paris?"
-    """
-    if not isinstance(item, dict):
-        return None
-    return shorten(text_of(item), TEXT_WIDTH) or None
 
 
 def string_list(name: str, values: Iterable[str]) -> list[str]:

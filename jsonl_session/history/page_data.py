@@ -28,9 +28,10 @@ from ..core.errors import SessionFileError, UnsafePathError
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.transaction import Transaction
 from ..render.item_text import shorten, text_of
-from .metadata import SessionMetadata, default_title, first_user_message, read_metadata
+from .metadata import SessionMetadata, read_metadata
+from .titles import TEXT_WIDTH, default_title, first_user_message, is_user_message
 from .turn_growth import LARGEST, Contributor, Growth, TurnGrowth
-from .turns import TEXT_WIDTH, Turn, is_user_message
+from .turns import Turn
 from .usage import turn_usage
 
 

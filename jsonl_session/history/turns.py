@@ -22,8 +22,8 @@ from typing import Any
 from ..core import reads, scanner, storage
 from ..core.errors import MalformedLineError
 from ..render.item_text import shorten, text_of
+from .titles import TEXT_WIDTH, is_user_message
 
-TEXT_WIDTH = 60
 _FIRST_GUESS = 8  # items per turn: a question, a tool call and its output, an answer...
 
 
@@ -46,18 +46,6 @@ class Turn:
     def items(self) -> int:
         """How many items the turn holds (the user's message included)."""
         return self.end - self.start
-
-
-def is_user_message(item: Any) -> bool:
-    """True for the message that opens a turn: ``role`` ``user``, no type or type ``message``.
-
-    Example:
-        >>> is_user_message({"role": "user", "content": "hi"})
-        True
-        >>> is_user_message({"type": "function_call_output", "call_id": "c1", "output": "ok"})
-        False
-    """
-    return isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
 
 
 def split_turns(items: list[Any]) -> list[Turn]:

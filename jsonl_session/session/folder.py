@@ -109,8 +109,11 @@ class SessionDirectory:
             after: The next page: the sessions after this one (the last :class:`SessionInfo` of
                 the previous page, or its id) in the same order.
 
-        Only the sessions returned are read, and not even those when nothing changed: their
-        item counts and last activity come from a cache kept outside the folder
+        Each session without a title gets its first user message, shortened, as its
+        ``default_title``, and ``needs_merge`` when git left conflict markers in it (not counted
+        as items). Only the sessions returned are read, and not even those when nothing
+        changed: their item counts, default titles and last activity come from a cache kept
+        outside the folder
         (:mod:`~jsonl_session.session.listing_cache`), taken only while each file's inode, size
         and times prove it unchanged. Ranking needs one ``lstat`` per session (two with a
         ``.times`` sidecar); a page of an unchanged folder opens no session file.
@@ -161,13 +164,24 @@ class SessionDirectory:
                 about = _about(path) if has_meta else (None, (), None)
                 if not wanted <= set(about[1]) or (owner is not None and about[2] != owner):
                     continue
-                items = cache.items(name, file_stat)
-                if items is None:
-                    counted = _count(path, self.lock_timeout)
-                    if counted is None:
+                counts = cache.counts(name, file_stat)
+                # a set title needs no default: the first user message is read only without one
+                title = None if about[0] is not None else cache.default_title(name, file_stat)
+                if counts is None or title is False:
+                    read = _read(
+                        path, self.lock_timeout, file_stat, count=counts is None, title=title is False
+                    )
+                    if read is None:
                         continue  # deleted since we listed the folder
-                    file_stat, items = counted
-                    cache.remember_items(name, file_stat, items)
+                    file_stat, counted, found = read
+                    if counted is not None:
+                        counts = counted
+                        cache.remember_counts(name, file_stat, *counts)
+                    if title is False:
+                        title = found
+                        cache.remember_default_title(name, file_stat, title)
+                assert counts is not None
+                items, markers = counts
                 forked_from = _forked_from(path) if name + sidecar_files.LINEAGE in names else None
                 paused = name + sidecar_files.RUN in names
             except (OSError, JSONLSessionError) as exc:
@@ -184,6 +198,8 @@ class SessionDirectory:
                     about=about,
                     activity=newest,
                     held=sidecar_files.held_back(path) if paused else 0,
+                    default_title=title,
+                    needs_merge=markers > 0,
                 )
             )
         cache.save()
@@ -325,12 +341,28 @@ def _skipped(on_error: Callable[[Path, Exception], None] | None, path: str, exc:
         on_error(Path(path), exc)
 
 
-def _count(path: str, lock_timeout: float) -> tuple[os.stat_result, int] | None:
-    """The file's stat and item count, read under its shared lock; None if it is gone."""
+def _read(
+    path: str, lock_timeout: float, seen: os.stat_result, *, count: bool, title: bool
+) -> tuple[os.stat_result, tuple[int, int] | None, str | None] | None:
+    """What a listing reads of a session under its shared lock: the file's stat, its item count
+    and conflict marker lines (when ``count``, or when the file is no longer as ``seen``), and its
+    default title (when ``title``). None if the file is gone."""
     with Transaction(path, write=False, timeout=lock_timeout) as file:
         if not file.exists:
             return None
-        return os.fstat(file.fd), reads.count_items(file.fd)
+        now = os.fstat(file.fd)
+        unchanged = (now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns) == (
+            seen.st_ino,
+            seen.st_size,
+            seen.st_mtime_ns,
+            seen.st_ctime_ns,
+        )
+        counts = reads.count_lines(file.fd) if count or not unchanged else None
+        if not title:
+            return now, counts, None
+        from ..history.titles import listed_default_title
+
+        return now, counts, listed_default_title(file.fd, now.st_size)
 
 
 def _forked_from(path: str) -> str | None:

@@ -1,7 +1,9 @@
-"""Item counts and last activity of a folder's sessions, kept between listings (``ls`` at scale).
+"""Item counts, merge state, default titles and last activity of a folder's sessions, kept
+between listings (``ls`` at scale).
 
-Counting a session's items reads every byte of it, and its last activity reads its ``.times``
-sidecar and its last line: a folder of a million sessions cannot be listed that way each time.
+Counting a session's items (and its conflict marker lines) reads every byte of it, its default
+title reads up to its first user message, and its last activity reads its ``.times`` sidecar
+and its last line: a folder of a million sessions cannot be listed that way each time.
 This cache keeps, per session file, what was found and the proof that the file has not changed
 since: its inode, size and modification and change times in nanoseconds, and the same of its
 ``.times`` sidecar. A listing takes a cached value only when all of these still match what
@@ -17,12 +19,16 @@ and rebuilt. Saving it is best effort, by atomic replace (no cache directory, no
 ``JSONL_SESSION_CACHE=off`` turns it off.
 
 The layout loads in a few C calls even for a million sessions, and without orjson (whose import
-alone would double ``ls``'s start-up): a line ``jsonl-session listing cache 1 <byte order>``, the
-folder's real path and a newline, the number of sessions and the size of the names (8 bytes
-each, little-endian), the file names joined by NUL, then 10 signed 64-bit integers per session
-in the machine's byte order: the session file's inode, size, mtime and ctime (ns), its item
-count (-1: not counted), its newest item's time (ms; -1: not read, -2: none), and the ``.times``
-file's inode, size, mtime and ctime (-1 each: no ``.times``).
+alone would double ``ls``'s start-up): a line ``jsonl-session listing cache 2 <byte order>``,
+the folder's real path and a newline, the number of sessions, the size of the names and the size
+of the titles (8 bytes each, little-endian), the file names joined by NUL, then 13 signed 64-bit
+integers per session in the machine's byte order: the session file's inode, size, mtime and
+ctime (ns), its item count (-1: not counted), its newest item's time (ms; -1: not read, -2:
+none), the ``.times`` file's inode, size, mtime and ctime (-1 each: no ``.times``), its conflict
+marker lines (-1: not counted), and where its default title is in the titles that follow and its
+length in bytes (-1: not read, -2: none); then the default titles, UTF-8, one after the other. A
+title is at most ``MAX_TITLE_BYTES`` (60 characters); a longer one, or one outside the titles,
+is read again.
 """
 
 from __future__ import annotations
@@ -32,17 +38,23 @@ import sys
 import time
 from array import array
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from typing import Literal
+
 __all__ = ["ListingCache"]
 
-_MAGIC = f"jsonl-session listing cache 1 {sys.byteorder}\n".encode()
+_MAGIC = f"jsonl-session listing cache 2 {sys.byteorder}\n".encode()
 MAX_BYTES = 512 * 1024 * 1024
 """A bigger cache file is ignored (a million sessions take about 100 MB)."""
 RACY_NS = 2_000_000_000
-_FIELDS = (
-    10  # ino, size, mtime, ctime, items, newest item (ms), and the .times file's ino, size, mtime, ctime
-)
+# ino, size, mtime, ctime, items, newest item (ms), the .times file's ino, size, mtime, ctime,
+# conflict marker lines, and the default title's offset and length
+_FIELDS = 13
 _UNKNOWN = -1  # not read yet
-_NONE = -2  # read: no item has a time
+_NONE = -2  # read: no item has a time, or no user message gives a default title
+MAX_TITLE_BYTES = 4 * 60
+"""The longest default title kept (60 characters of up to 4 bytes): a longer claim is not trusted."""
 
 
 def _matches(entry: list[int], stat: os.stat_result) -> bool:
@@ -78,12 +90,16 @@ def _key(stat: os.stat_result | None) -> list[int]:
 class ListingCache:
     """One folder's cached counts and activity times; ``load``, look up, ``save``."""
 
-    def __init__(self, folder: str, path: str | None, names: list[str], numbers: array[int]) -> None:
+    def __init__(
+        self, folder: str, path: str | None, names: list[str], numbers: array[int], titles: bytes = b""
+    ) -> None:
         self.folder = folder
         self.path = path
         self._index = {name: position for position, name in enumerate(names)}
         self._numbers = numbers  # _FIELDS per name, in the order of ``names``
+        self._titles = titles  # the default titles the numbers point into
         self._fresh: dict[str, list[int]] = {}  # entries made or changed by this listing
+        self._fresh_titles: dict[str, str | None] = {}  # default titles read by this listing
         self._seen: set[str] = set()
         self._changed = False
 
@@ -104,13 +120,36 @@ class ListingCache:
             return None
         return self._numbers[position * _FIELDS : (position + 1) * _FIELDS].tolist()
 
-    def items(self, name: str, stat: os.stat_result) -> int | None:
-        """The cached item count of the session file ``name`` if ``stat`` proves it unchanged."""
+    def counts(self, name: str, stat: os.stat_result) -> tuple[int, int] | None:
+        """The cached item count and conflict marker lines of the session file ``name`` if
+        ``stat`` proves it unchanged."""
         self._seen.add(name)
         entry = self._get(name)
-        if entry is None or not _matches(entry, stat) or entry[4] < 0:
+        if entry is None or not _matches(entry, stat) or entry[4] < 0 or entry[10] < 0:
             return None
-        return entry[4]
+        return entry[4], entry[10]
+
+    def default_title(self, name: str, stat: os.stat_result) -> str | None | Literal[False]:
+        """The cached default title (None: the session has none) if ``stat`` proves the file
+        unchanged, else False (not known: read it)."""
+        self._seen.add(name)
+        entry = self._get(name)
+        if entry is None or not _matches(entry, stat):
+            return False
+        return self._title(name, entry)
+
+    def _title(self, name: str, entry: list[int]) -> str | None | Literal[False]:
+        if name in self._fresh_titles:
+            return self._fresh_titles[name]
+        at, length = entry[11], entry[12]
+        if length == _NONE:
+            return None
+        if not (0 <= length <= MAX_TITLE_BYTES and 0 <= at <= len(self._titles) - length):
+            return False
+        try:
+            return self._titles[at : at + length].decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return False
 
     def activity(self, name: str, stat: os.stat_result, times: os.stat_result | None) -> float | None | bool:
         """The cached newest item time (seconds; None: it has none) if the file and ``.times`` are
@@ -124,13 +163,25 @@ class ListingCache:
             return False
         return None if newest == _NONE else newest / 1000
 
-    def remember_items(self, name: str, stat: os.stat_result, items: int) -> None:
-        """Keep ``name``'s item count as of ``stat``, unless the file changed just now."""
+    def remember_counts(self, name: str, stat: os.stat_result, items: int, markers: int) -> None:
+        """Keep ``name``'s item count and conflict marker lines as of ``stat``, unless the file
+        changed just now."""
         if _racy(stat):
             return
         entry = self._entry(name, stat)
-        if entry[4] != items:
-            entry[4] = items
+        if entry[4] != items or entry[10] != markers:
+            entry[4], entry[10] = items, markers
+            self._changed = True
+
+    def remember_default_title(self, name: str, stat: os.stat_result, title: str | None) -> None:
+        """Keep ``name``'s default title as of ``stat``, unless the file changed just now."""
+        if _racy(stat) or (
+            title is not None and len(title.encode("utf-8", "surrogatepass")) > MAX_TITLE_BYTES
+        ):
+            return
+        entry = self._entry(name, stat)
+        if self._title(name, entry) != title:
+            self._fresh_titles[name] = title
             self._changed = True
 
     def remember_activity(
@@ -143,14 +194,15 @@ class ListingCache:
         value = _NONE if newest is None else round(newest * 1000)
         if entry[5] != value or not _matches_times(entry, times):
             entry[5] = value
-            entry[6:] = _key(times)
+            entry[6:10] = _key(times)
             self._changed = True
 
     def _entry(self, name: str, stat: os.stat_result) -> list[int]:
         """``name``'s entry to change: kept if ``stat`` matches it, else a new one."""
         entry = self._get(name)
         if entry is None or not _matches(entry, stat):
-            entry = [*_key(stat), _UNKNOWN, _UNKNOWN, *_key(None)]
+            entry = [*_key(stat), _UNKNOWN, _UNKNOWN, *_key(None), _UNKNOWN, _UNKNOWN, _UNKNOWN]
+            self._fresh_titles.pop(name, None)
             self._changed = True
         self._fresh[name] = entry
         return entry
@@ -163,9 +215,18 @@ class ListingCache:
             return
         names = sorted(self._seen & (self._index.keys() | self._fresh.keys()))
         numbers = array("q")
+        titles: list[bytes] = []
+        at = 0
         for name in names:
             entry = self._get(name)
             assert entry is not None
+            title = self._title(name, entry)
+            if isinstance(title, str):
+                titles.append(title.encode("utf-8", "surrogatepass"))
+                entry = [*entry[:11], at, len(titles[-1])]
+                at += len(titles[-1])
+            else:
+                entry = [*entry[:11], _UNKNOWN, _UNKNOWN if title is False else _NONE]
             numbers.extend(entry)
         blob = b"\0".join(os.fsencode(name) for name in names)
         data = b"".join(
@@ -174,8 +235,10 @@ class ListingCache:
                 os.fsencode(os.path.realpath(self.folder)) + b"\n",
                 len(names).to_bytes(8, "little"),
                 len(blob).to_bytes(8, "little"),
+                at.to_bytes(8, "little"),
                 blob,
                 numbers.tobytes(),
+                *titles,
             ]
         )
         temporary = f"{self.path}.{os.getpid()}.tmp"
@@ -208,9 +271,10 @@ def _cache_path(folder: str) -> str | None:
     )
 
 
-def _read(path: str, real_folder: str) -> tuple[list[str], array[int]]:
-    """The names and numbers of a cache file for ``real_folder``; empty if missing or not trustworthy."""
-    nothing: tuple[list[str], array[int]] = ([], array("q"))
+def _read(path: str, real_folder: str) -> tuple[list[str], array[int], bytes]:
+    """The names, numbers and titles of a cache file for ``real_folder``; empty if missing or not
+    trustworthy."""
+    nothing: tuple[list[str], array[int], bytes] = ([], array("q"), b"")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -228,16 +292,18 @@ def _read(path: str, real_folder: str) -> tuple[list[str], array[int]]:
         os.close(fd)
     folder = os.fsencode(real_folder) + b"\n"
     start = len(_MAGIC) + len(folder)
-    if not data.startswith(_MAGIC) or data[len(_MAGIC) : start] != folder or len(data) < start + 16:
+    if not data.startswith(_MAGIC) or data[len(_MAGIC) : start] != folder or len(data) < start + 24:
         return nothing
     count = int.from_bytes(data[start : start + 8], "little")
     names_size = int.from_bytes(data[start + 8 : start + 16], "little")
-    numbers_at = start + 16 + names_size
-    if len(data) - numbers_at != count * _FIELDS * 8:
+    titles_size = int.from_bytes(data[start + 16 : start + 24], "little")
+    numbers_at = start + 24 + names_size
+    titles_at = numbers_at + count * _FIELDS * 8
+    if len(data) != titles_at + titles_size:
         return nothing
-    names = os.fsdecode(data[start + 16 : numbers_at]).split("\0") if count else []
+    names = os.fsdecode(data[start + 24 : numbers_at]).split("\0") if count else []
     if len(names) != count:
         return nothing
     numbers = array("q")
-    numbers.frombytes(data[numbers_at:])
-    return names, numbers
+    numbers.frombytes(data[numbers_at:titles_at])
+    return names, numbers, data[titles_at:]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.locking import MISSING
-from ..history import metadata
+from ..history import metadata, titles
 from ..history.metadata import KEEP, Keep, SessionMetadata
 from .locked_operations import LockedOperations
 
@@ -44,8 +44,8 @@ class MetadataMethods(LockedOperations):
         stored = metadata.read_metadata(self.path)
         if fd == MISSING:
             return stored
-        first = metadata.first_user_message(fd, self._handle.size)
-        return _with_default(stored, metadata.default_title(first))
+        first = titles.first_user_message(fd, self._handle.size)
+        return _with_default(stored, titles.default_title(first))
 
     def set_metadata_sync(
         self,
@@ -94,8 +94,8 @@ class MetadataMethods(LockedOperations):
         return await self.locked_in_thread(self._set_metadata_locked, changes, write=True, create=True)
 
     def _set_metadata_locked(self, fd: int, changes: dict[str, Any]) -> SessionMetadata:
-        first = metadata.first_user_message(fd, self._handle.size)
-        current = _with_default(metadata.read_metadata(self.path), metadata.default_title(first))
+        first = titles.first_user_message(fd, self._handle.size)
+        current = _with_default(metadata.read_metadata(self.path), titles.default_title(first))
         new = metadata.changed(current, **changes)
         metadata.write_metadata(self.path, new, durable=self.durable)
         return new

@@ -23,11 +23,15 @@ class SessionInfo:
     ``paused`` is True when a run waits for a tool approval (``<file>.jsonl.run``),
     ``forked_from`` names the session this one was forked from (``<file>.jsonl.lineage``), and
     ``title``, ``tags`` and ``owner`` are what ``set_metadata`` stored (``<file>.jsonl.meta``;
-    None, ``()`` and None without one: no default title here, which would mean reading every
-    session's items). ``last_activity`` is when its newest item was added (seconds since 1970,
-    from ``<file>.jsonl.times``), or ``mtime`` when that is unknown: what ``ls`` shows and
-    orders by, as a pop or an edit changes the file but is not activity. ``held`` counts the
-    items a paused run holds back from the history (SDK 0.24's guardrailed turns).
+    None, ``()`` and None without one). ``default_title`` is the first user message, shortened,
+    of a session without a title (None when a title is set or no user message gives one), as
+    ``get_metadata`` and the viewer show it; :attr:`shown_title` is the one to show.
+    ``needs_merge`` is True when the file holds git merge conflict marker lines, which ``items``
+    does not count (``check`` lists them). ``last_activity`` is when its newest item was added
+    (seconds since 1970, from ``<file>.jsonl.times``), or ``mtime`` when that is unknown: what
+    ``ls`` shows and orders by, as a pop or an edit changes the file but is not activity.
+    ``held`` counts the items a paused run holds back from the history (SDK 0.24's guardrailed
+    turns).
     Written out rather than a frozen dataclass: importing ``dataclasses`` (it brings
     ``inspect``) cost ``jsonl-session ls`` about 12 ms, a third of its start-up. It compares,
     hashes, pickles, copies and matches (``case SessionInfo(id, path, items)``) as that
@@ -51,6 +55,8 @@ class SessionInfo:
         "owner",
         "last_activity",
         "held",
+        "default_title",
+        "needs_merge",
     )
     # What each field is stored as: path and modified behind properties. A listed session leaves
     # them None and keeps the file's name and its time in microseconds until they are read.
@@ -67,6 +73,8 @@ class SessionInfo:
         "owner",
         "_activity",
         "held",
+        "default_title",
+        "needs_merge",
     )
     __slots__ = (*_STORED, "_name", "_microseconds", "__weakref__")
     session_id: str
@@ -81,6 +89,8 @@ class SessionInfo:
     owner: str | None
     _activity: float | None
     held: int
+    default_title: str | None
+    needs_merge: bool
     _name: str
     _microseconds: int
 
@@ -98,6 +108,8 @@ class SessionInfo:
         owner: str | None = None,
         last_activity: float | None = None,
         held: int = 0,
+        default_title: str | None = None,
+        needs_merge: bool = False,
     ) -> None:
         self._set(
             session_id,
@@ -112,6 +124,8 @@ class SessionInfo:
             owner,
             last_activity,
             held,
+            default_title,
+            needs_merge,
         )
 
     @classmethod
@@ -126,12 +140,25 @@ class SessionInfo:
         about: tuple[str | None, tuple[str, ...], str | None] = (None, (), None),
         activity: float | None = None,
         held: int = 0,
+        default_title: str | None = None,
+        needs_merge: bool = False,
     ) -> SessionInfo:
         """A listed session, its ``Path`` and ``datetime`` made on first use; ``about`` is
         (title, tags, owner)."""
         info = cls.__new__(cls)
         info._set(
-            session_id, None, items, file_stat.st_size, None, paused, forked_from, *about, activity, held
+            session_id,
+            None,
+            items,
+            file_stat.st_size,
+            None,
+            paused,
+            forked_from,
+            *about,
+            activity,
+            held,
+            default_title,
+            needs_merge,
         )
         object.__setattr__(info, "_name", path)
         object.__setattr__(info, "_microseconds", utc_microseconds(file_stat.st_mtime))
@@ -161,6 +188,11 @@ class SessionInfo:
             object.__setattr__(self, "_modified", epoch + timedelta(microseconds=self._microseconds))
             assert self._modified is not None
         return self._modified
+
+    @property
+    def shown_title(self) -> str | None:
+        """The title, or else the first user message (shortened); None if neither."""
+        return self.title if self.title is not None else self.default_title
 
     @property
     def last_activity(self) -> float:

@@ -15,25 +15,15 @@ from pathlib import Path
 
 from ..core.names import KINDS, TORN_SUFFIX
 from ..core.safe_open import open_regular
+from ..core.scanner import is_conflict_marker
 
-MARKERS = (b"<<<<<<< ", b"<<<<<<<\n", b"=======", b">>>>>>> ", b"||||||| ")
-"""How a line left by a text merge starts (``<<<<<<<`` alone on its line too)."""
+is_marker = is_conflict_marker
+"""Whether a line (without its newline) is a conflict marker line: ``core.scanner``'s rule."""
 
 ADVICE = "resolve the merge, then edit"
 
 _PIECE = 1 << 20  # a sidecar is read a megabyte at a time: a huge one costs no more memory
 _HEAD = 8  # only a line's first bytes tell a marker
-
-
-def is_marker(line: bytes) -> bool:
-    """Whether ``line`` (without its newline) is a conflict marker line.
-
-    Example:
-        >>> is_marker(b"<<<<<<< HEAD"), is_marker(b"======="), is_marker(b'{"role": "user"}')
-        (True, True, False)
-    """
-    line = line.rstrip(b"\r")
-    return line == b"<<<<<<<" or line.startswith(MARKERS)
 
 
 def marker_reason(line: bytes) -> str:

@@ -49,7 +49,7 @@ from ..core import reads, scanner
 from ..core.errors import JSONLSessionError
 from ..core.transaction import Transaction
 from ..history.metadata import read_metadata, string_list
-from ..history.turns import is_user_message
+from ..history.titles import is_user_message
 from ..session.folder import SessionDirectory
 from .grep import Hit, search
 

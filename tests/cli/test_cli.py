@@ -126,8 +126,9 @@ def test_add_text_then_stdin_then_show_ls_and_pop(sessions_dir: Path) -> None:
     listing = run(sessions_dir, "ls")
     assert listing.code == 0
     rows = listing.out.splitlines()
-    assert rows[0].split() == ["ID", "ITEMS", "SIZE", "LAST", "ACTIVITY", "(UTC)"]
+    assert rows[0].split() == ["ID", "ITEMS", "SIZE", "LAST", "ACTIVITY", "(UTC)", "TITLE"]
     assert rows[1].split()[:2] == ["c1", "5"] and rows[2].split()[:2] == ["older", "1"]  # newest first
+    assert rows[2].endswith('  "x"')  # no title set: the first user message, in quotes
     as_json = [json.loads(line) for line in run(sessions_dir, "ls", "--json").out.splitlines()]
     assert [(row["id"], row["items"]) for row in as_json] == [("c1", 5), ("older", 1)]
     assert as_json[1]["modified"].startswith("2001-09-09T01:46:40")
@@ -146,7 +147,7 @@ def test_ls_shows_the_second_that_the_listed_datetime_shows(sessions_dir: Path) 
     os.utime(sessions_dir / "up.jsonl", ns=(1_000_000_000_999_999_600,) * 2)
     os.utime(sessions_dir / "down.jsonl", ns=(1_000_000_000_999_999_400,) * 2)
     rows = [row.split() for row in run(sessions_dir, "ls").out.splitlines()[1:]]
-    shown = {row[0]: " ".join(row[-2:]) for row in rows}
+    shown = {row[0]: " ".join(row[4:6]) for row in rows}  # id, items, size and unit, then the time
     listed = {info.session_id: info.modified for info in SessionDirectory(sessions_dir).list()}
     assert shown == {session_id: when.strftime("%Y-%m-%d %H:%M:%S") for session_id, when in listed.items()}
     assert shown == {"up": "2001-09-09 01:46:41", "down": "2001-09-09 01:46:40"}
@@ -155,7 +156,7 @@ def test_ls_shows_the_second_that_the_listed_datetime_shows(sessions_dir: Path) 
 def test_ls_json_writes_the_bytes_orjson_would(sessions_dir: Path) -> None:
     # written with the standard json module (it loads ~10 ms sooner): the same bytes, UTF-8 as is
     for session_id in ("plain", "café ☕", 'quo"te\\back', "tab\tnew\nline\x1b\x7f", "𝄞 emoji 🎉"):
-        make(sessions_dir, session_id, [{"role": "user", "content": "x"}])
+        make(sessions_dir, session_id, [{"role": "user", "content": session_id}])  # default titles too
     os.utime(sessions_dir / "plain.jsonl", ns=(1_000_000_000_999_999_600,) * 2)
     (sessions_dir / "plain.jsonl.times").unlink()  # no item times: its last activity is its file's
     listed = SessionDirectory(sessions_dir).list()  # most recently active first, as ls lists them
@@ -174,6 +175,8 @@ def test_ls_json_writes_the_bytes_orjson_would(sessions_dir: Path) -> None:
                 "held": info.held,
                 "forked_from": info.forked_from,
                 "title": info.title,
+                "default_title": info.default_title,
+                "needs_merge": info.needs_merge,
                 "tags": list(info.tags),
                 "owner": info.owner,
             }

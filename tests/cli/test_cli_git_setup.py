@@ -7,6 +7,7 @@ report every one of them and leave valid files (no conflict markers in any of th
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -128,3 +129,36 @@ def test_the_workflows_page_shows_the_lines_git_setup_writes() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "workflows.md").read_text(encoding="utf-8")
     shown = page.split("$ cat sessions/.gitattributes\n", 1)[1].split("```", 1)[0].splitlines()
     assert shown == gitattributes_lines()
+
+
+def test_without_git_setup_a_merge_leaves_markers_and_ls_says_it_needs_a_merge(repo: Path) -> None:
+    sessions = repo / "sessions"
+    say(repo, "first")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "start")
+    git(repo, "checkout", "-q", "-b", "alice")
+    say(repo, "from alice")
+    git(repo, "commit", "-q", "-am", "alice")
+    git(repo, "checkout", "-q", "main")
+    say(repo, "from main")
+    git(repo, "commit", "-q", "-am", "main")
+    assert "CONFLICT" in git(repo, "merge", "alice", check=False)
+    assert b"\n=======\n" in (sessions / "chat.jsonl").read_bytes()  # git's text merge wrote markers
+
+    listed = run(sessions, "ls")
+    assert listed.code == 0, listed.err
+    heading, row = listed.out.splitlines()
+    assert heading.split()[-2:] == ["TITLE", "NOTE"]
+    # the three items of both sides, not the three marker lines; the note says what to do
+    assert row.split()[:2] == ["chat", "3"] and row.endswith('"first"  needs merge')
+    (record,) = map(json.loads, run(sessions, "ls", "--json").out.splitlines())
+    assert (record["items"], record["needs_merge"], record["default_title"]) == (3, True, "first")
+
+    (sessions / "chat.jsonl").write_bytes(
+        b"".join(
+            line + b"\n" for line in (sessions / "chat.jsonl").read_bytes().splitlines() if line[:1] == b"{"
+        )
+    )  # resolved by hand: both sides kept
+    (record,) = map(json.loads, run(sessions, "ls", "--json").out.splitlines())
+    assert (record["items"], record["needs_merge"]) == (3, False)
+    assert "NOTE" not in run(sessions, "ls").out

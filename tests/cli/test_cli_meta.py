@@ -70,7 +70,8 @@ def test_ls_filters_by_tag_and_user_and_shows_the_columns(tmp_path: Path) -> Non
     assert heading.split()[-3:] == ["OWNER", "TAGS", "TITLE"]
     row = {line.split()[0]: line for line in rows}
     assert row["a"].endswith("ana    bug      Crash on start")
-    assert row["c"].rstrip().endswith("-      -        -")
+    # no title set: the first user message, shortened to the column and quoted
+    assert row["c"].endswith(f'-      -        "{QUESTION[:37]}…"')
     tagged = run(folder, "ls", "--tag", "bug", "--json")
     records = [json.loads(line) for line in tagged.out.splitlines()]
     assert sorted(record["id"] for record in records) == ["a", "b"]
@@ -81,6 +82,7 @@ def test_ls_filters_by_tag_and_user_and_shows_the_columns(tmp_path: Path) -> Non
         "ana",
     )
     assert by_id["b"]["title"] is None and by_id["b"]["tags"] == ["bug", "ios"]
+    assert (by_id["a"]["default_title"], by_id["b"]["default_title"]) == (None, QUESTION[:59] + "…")
     assert [line.split()[0] for line in run(folder, "ls", "--user", "ben").out.splitlines()[1:]] == ["b"]
     assert [
         line.split()[0] for line in run(folder, "ls", "--tag", "bug", "--tag", "ios").out.splitlines()[1:]
@@ -89,12 +91,14 @@ def test_ls_filters_by_tag_and_user_and_shows_the_columns(tmp_path: Path) -> Non
     assert nobody.code == 1 and nobody.out == "" and "no session match" in nobody.err
 
 
-def test_ls_without_metadata_prints_as_before(tmp_path: Path) -> None:
+def test_ls_without_metadata_shows_the_default_title_only(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, "a")
     heading = run(folder, "ls").out.splitlines()[0]
-    assert heading.split()[:3] == ["ID", "ITEMS", "SIZE"] and "TITLE" not in heading
+    assert heading.split()[-1] == "TITLE" and "OWNER" not in heading and "TAGS" not in heading
     record = json.loads(run(folder, "ls", "--json").out)
     assert (record["title"], record["tags"], record["owner"]) == (None, [], None)
+    # the one definition: what get_metadata (and the viewer) shows
+    assert record["default_title"] == JSONLSession("a", folder).get_metadata_sync().default_title
 
 
 def test_show_starts_with_a_header_line_only_for_a_session_with_metadata(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_ls_shows_the_newest_items_time_else_the_files(tmp_path: Path) -> None:
     listing = run(tmp_path, "ls")
     assert listing.code == 0, listing.err
     rows = listing.out.splitlines()
-    assert rows[0].split() == ["ID", "ITEMS", "SIZE", "LAST", "ACTIVITY", "(UTC)"]
+    assert rows[0].split() == ["ID", "ITEMS", "SIZE", "LAST", "ACTIVITY", "(UTC)", "TITLE"]
     assert re.split(r"\s{2,}", rows[1])[::3] == ["timed", added.strftime("%Y-%m-%d %H:%M:%S")]
     assert re.split(r"\s{2,}", rows[2])[::3] == ["untimed", "2001-09-09 01:46:40"]
     records = [json.loads(line) for line in run(tmp_path, "ls", "--json").out.splitlines()]

@@ -113,7 +113,8 @@ def test_ls_tree_and_marks_show_lineage(sessions_dir: Path) -> None:
         "    └── trip-b2  (2 items)",
     ]
     listing = run(sessions_dir, "ls")
-    assert listing.out.splitlines()[0].split() == ["ID", "ITEMS", "SIZE", "LAST", "ACTIVITY", "(UTC)", "NOTE"]
+    heading = listing.out.splitlines()[0].split()
+    assert heading == ["ID", "ITEMS", "SIZE", "LAST", "ACTIVITY", "(UTC)", "TITLE", "NOTE"]
     assert any(
         row.startswith("trip-b2 ") and row.endswith("fork of trip-b") for row in listing.out.splitlines()
     )

@@ -77,7 +77,7 @@ $ cat sessions/x.txt
 one
 two
 $ jsonl-session ls
-ID            ITEMS     SIZE  LAST ACTIVITY (UTC)
+ID            ITEMS     SIZE  LAST ACTIVITY (UTC)  TITLE
 ...
 ```
 """

@@ -20,8 +20,9 @@ import pytest
 from cli_helpers import cli_env
 
 import jsonl_session
-from jsonl_session import JSONLSession
+from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.cli.parser import build_parser
+from jsonl_session.session import listing_cache
 
 NOT_FOR_LS = {
     "asyncio",
@@ -83,21 +84,31 @@ def imported_by(*args: str, cwd: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("json", [False, True], ids=["text", "json"])
-def test_ls_imports_nothing_it_does_not_use(sessions_dir: Path, json: bool) -> None:
+def test_ls_imports_nothing_it_does_not_use(
+    sessions_dir: Path, json: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     JSONLSession("convo", sessions_dir).add_items_sync([{"role": "user", "content": "hi"}])
     args = ["-m", "jsonl_session", "ls", "--dir", str(sessions_dir)] + (["--json"] if json else [])
-    loaded = imported_by(*args, cwd=sessions_dir.parent)
-    assert "jsonl_session.session.folder" in loaded
-    assert not loaded & NOT_FOR_LS, sorted(loaded & NOT_FOR_LS)
-    # counting lines decodes nothing: orjson (and the uuid, decimal, dataclasses and inspect it
-    # loads, ~14 ms) waits; --json writes its flat records with the standard json module
-    heavy = {"orjson", "decimal", "uuid", "dataclasses", "inspect"}
-    assert not loaded & heavy, sorted(loaded & heavy)
+    cold = imported_by(*args, cwd=sessions_dir.parent)
+    monkeypatch.setattr(listing_cache, "RACY_NS", -(10**18))  # cache the session made just now
+    SessionDirectory(sessions_dir).list()
+    warm = imported_by(*args, cwd=sessions_dir.parent)
+    for loaded in (cold, warm):
+        assert "jsonl_session.session.folder" in loaded
+        assert not loaded & NOT_FOR_LS, sorted(loaded & NOT_FOR_LS)
+        # counting lines decodes nothing: orjson (and the uuid, decimal, dataclasses and inspect it
+        # loads, ~14 ms) waits; --json writes its flat records with the standard json module, and
+        # a default title is read from the first user message with it too
+        heavy = {"orjson", "decimal", "uuid", "dataclasses", "inspect"}
+        assert not loaded & heavy, sorted(loaded & heavy)
     if not json:
-        assert "json" not in loaded
+        # the default title (the first user message) is read once, then kept in the listing cache
+        assert "jsonl_session.history.titles" in cold
+        assert "json" not in warm and "jsonl_session.history.titles" not in warm
         # pathlib (with urllib.parse and ipaddress) and datetime were ~8 ms of a 45 ms `ls` in a
         # regular install: the listing works on the names os.scandir gives
-        assert not loaded & PATHS_AND_TIMES, sorted(loaded & PATHS_AND_TIMES)
+        assert not (cold | warm) & PATHS_AND_TIMES, sorted((cold | warm) & PATHS_AND_TIMES)
 
 
 def test_grep_over_a_folder_imports_no_pathlib(sessions_dir: Path) -> None:

@@ -66,8 +66,12 @@ def test_a_listed_session_equals_one_built_from_a_path_and_a_datetime(sessions_d
     (listed,) = SessionDirectory(str(sessions_dir) + "/").list()  # a trailing slash, as a shell completes
     modified = datetime.fromtimestamp(os.stat(path).st_mtime, tz=timezone.utc)
     newest = JSONLSession("a", sessions_dir).get_items_with_times_sync()[-1][1]
-    assert newest is not None and listed.last_activity == newest.timestamp()  # the newest item's time, from .times
-    built = SessionInfo("a", path, 1, path.stat().st_size, modified, last_activity=listed.last_activity)
+    assert (
+        newest is not None and listed.last_activity == newest.timestamp()
+    )  # the newest item's time, from .times
+    built = SessionInfo(
+        "a", path, 1, path.stat().st_size, modified, last_activity=listed.last_activity, default_title="hi"
+    )
     assert hash(listed) == hash(built) and listed == built and repr(listed) == repr(built)
     assert type(listed.path) is type(path) and listed.path == path
     assert listed.mtime == built.mtime == modified.timestamp()

@@ -81,7 +81,8 @@ def test_a_file_changed_just_now_is_not_cached(tmp_path: Path) -> None:
     JSONLSession("fresh", tmp_path).add_items_sync([{"role": "user", "content": "hi"}])
     SessionDirectory(tmp_path).list()
     cache = ListingCache.load(str(tmp_path))
-    assert cache.items("fresh.jsonl", os.lstat(tmp_path / "fresh.jsonl")) is None
+    assert cache.counts("fresh.jsonl", os.lstat(tmp_path / "fresh.jsonl")) is None
+    assert cache.default_title("fresh.jsonl", os.lstat(tmp_path / "fresh.jsonl")) is False
 
 
 def warm(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,18 +122,22 @@ def cache_file(folder: Path) -> Path:
     return Path(path)
 
 
-def cache_bytes(folder: Path, entries: dict[str, list[int]], *, header: bytes | None = None) -> bytes:
+def cache_bytes(
+    folder: Path, entries: dict[str, list[int]], titles: bytes = b"", *, header: bytes | None = None
+) -> bytes:
     """A cache file as the module docstring lays it out."""
     names = b"\0".join(name.encode() for name in entries)
     numbers = array("q", [number for entry in entries.values() for number in entry])
     return b"".join(
         [
-            header or f"jsonl-session listing cache 1 {sys.byteorder}\n".encode(),
+            header or f"jsonl-session listing cache 2 {sys.byteorder}\n".encode(),
             os.path.realpath(folder).encode() + b"\n",
             len(entries).to_bytes(8, "little"),
             len(names).to_bytes(8, "little"),
+            len(titles).to_bytes(8, "little"),
             names,
             numbers.tobytes(),
+            titles,
         ]
     )
 
@@ -142,15 +147,86 @@ def test_the_cache_is_laid_out_as_documented(tmp_path: Path, monkeypatch: pytest
     JSONLSession("s", folder, timestamps=False).add_items_sync([{"role": "user", "content": "hi"}] * 3)
     warm(folder, monkeypatch)
     stat = os.stat(folder / "s.jsonl")
-    entry = [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, 3, -1, -1, -1, -1, -1]
-    assert cache_file(folder).read_bytes() == cache_bytes(folder, {"s.jsonl": entry})
+    entry = [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, 3, -1, -1, -1, -1, -1, 0, 0, 2]
+    assert cache_file(folder).read_bytes() == cache_bytes(folder, {"s.jsonl": entry}, b"hi")
+
+
+def test_a_cache_of_the_previous_layout_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # version 1 held 10 numbers per session and no titles: a listing reads the files again
+    folder = tmp_path / "sessions"
+    JSONLSession("s", folder, timestamps=False).add_items_sync([{"role": "user", "content": "hi"}] * 3)
+    warm(folder, monkeypatch)
+    good = cache_file(folder).read_bytes()
+    stat = os.stat(folder / "s.jsonl")
+    lying = [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, 99, -1, -1, -1, -1, -1]
+    names = b"s.jsonl"
+    cache_file(folder).write_bytes(
+        b"".join(
+            [
+                f"jsonl-session listing cache 1 {sys.byteorder}\n".encode(),
+                os.path.realpath(folder).encode() + b"\n",
+                (1).to_bytes(8, "little"),
+                len(names).to_bytes(8, "little"),
+                names,
+                array("q", lying).tobytes(),
+            ]
+        )
+    )
+    (listed,) = SessionDirectory(folder).list()
+    assert (listed.items, listed.default_title) == (3, "hi")
+    assert cache_file(folder).read_bytes() == good
+
+
+@pytest.mark.parametrize(
+    "title",
+    [(0, 3), (1, 2), (0, 241), (-1, 3), (0, -3), (2, 2)],
+    ids=["past-the-end", "straddles", "too-long", "negative-offset", "unknown-code", "out-of-range"],
+)
+def test_a_cached_title_outside_the_titles_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, title: tuple[int, int]
+) -> None:
+    JSONLSession("s", tmp_path, timestamps=False).add_items_sync([{"role": "user", "content": "hi"}])
+    warm(tmp_path, monkeypatch)
+    stat = os.stat(tmp_path / "s.jsonl")
+    entry = [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, 1, -1, -1, -1, -1, -1, 0, *title]
+    cache_file(tmp_path).write_bytes(cache_bytes(tmp_path, {"s.jsonl": entry}, b"hi"))
+    (listed,) = SessionDirectory(tmp_path).list()
+    assert listed.default_title == "hi"
+
+
+def test_default_titles_are_cached_and_a_set_title_is_not_shadowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = JSONLSession("s", tmp_path, timestamps=False)
+    session.add_items_sync(
+        [
+            {"role": "system", "content": "You are terse."},
+            {"role": "assistant", "content": "the user said nothing yet"},
+            {"role": "user", "content": "  Résumé\n of   the \U0001f600 " + "long " * 30},
+        ]
+    )
+    JSONLSession("none", tmp_path, timestamps=False).add_items_sync([{"role": "assistant", "content": "x"}])
+    warm(tmp_path, monkeypatch)
+    expected = session.get_metadata_sync().default_title  # the one definition, as the viewer shows it
+    assert expected is not None and expected.startswith("Résumé of the \U0001f600 long")
+    for _ in range(2):  # read, then from the cache
+        listed = {info.session_id: info for info in SessionDirectory(tmp_path).list()}
+        assert (listed["s"].title, listed["s"].default_title, listed["s"].shown_title) == (
+            None,
+            expected,
+            expected,
+        )
+        assert (listed["none"].default_title, listed["none"].shown_title) == (None, None)
+    session.set_metadata_sync(title="Set")
+    listed = {info.session_id: info for info in SessionDirectory(tmp_path).list()}
+    assert (listed["s"].title, listed["s"].default_title, listed["s"].shown_title) == ("Set", None, "Set")
 
 
 @pytest.mark.parametrize(
     "damage",
     [
         lambda good: b"not a cache at all",
-        lambda good: good.replace(b"cache 1", b"cache 9"),
+        lambda good: good.replace(b"cache 2", b"cache 9"),
         lambda good: good[:-8],
         lambda good: good + b"\0" * 8,
         lambda good: good.replace(b"/sessions\n", b"/elsewhere\n"),
@@ -178,11 +254,11 @@ def test_a_lying_cache_entry_for_the_right_file_is_still_checked_against_the_fil
     warm(tmp_path, monkeypatch)
     stat = os.stat(tmp_path / "s.jsonl")
     claims_another_size = [stat.st_ino, stat.st_size + 1, stat.st_mtime_ns, stat.st_ctime_ns, 999]
-    cache_file(tmp_path).write_bytes(cache_bytes(tmp_path, {"s.jsonl": claims_another_size + [-1] * 5}))
+    cache_file(tmp_path).write_bytes(cache_bytes(tmp_path, {"s.jsonl": claims_another_size + [-1] * 8}))
     (listed,) = SessionDirectory(tmp_path).list()
     assert listed.items == 1
     matching_but_negative = [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, -7]
-    cache_file(tmp_path).write_bytes(cache_bytes(tmp_path, {"s.jsonl": matching_but_negative + [-1] * 5}))
+    cache_file(tmp_path).write_bytes(cache_bytes(tmp_path, {"s.jsonl": matching_but_negative + [-1] * 8}))
     (listed,) = SessionDirectory(tmp_path).list()
     assert listed.items == 1
 
@@ -207,14 +283,15 @@ from jsonl_session.session import listing_cache
 if sys.argv[4:] == ["warm"]:
     listing_cache.RACY_NS = -(10**18)  # the files were made just now: cache them anyway
 page = SessionDirectory(sys.argv[1]).list(limit=int(sys.argv[2]), owner=sys.argv[3] or None)
-print(",".join(f"{info.session_id}:{info.items}" for info in page))
+print(",".join(f"{info.session_id}:{info.items}:{info.default_title}" for info in page))
 """
 
 
 def session_files_opened(
     strace: str, folder: Path, tmp_path: Path, limit: int, owner: str = "", *, warm: bool = False
 ) -> tuple[list[str], list[str]]:
-    """The page the child listed (ids), and the session files it opened (names, once per open)."""
+    """The page the child listed (``id:items:default title``), and the session files it opened
+    (names, once per open)."""
     log = tmp_path / "strace.log"
     listed = subprocess.run(
         [strace, "-f", "-qq", "-e", "trace=open,openat", "-o", str(log), sys.executable, "-c", OPENS]
@@ -225,7 +302,7 @@ def session_files_opened(
         text=True,
         env=cli_env(XDG_CACHE_HOME=os.environ["XDG_CACHE_HOME"]),
     )
-    page = [entry.split(":")[0] for entry in listed.stdout.strip().split(",") if entry]
+    page = [entry for entry in listed.stdout.strip().split(",") if entry]
     opened = sorted(
         line.split('"')[1].rsplit("/", 1)[1]
         for line in log.read_text().splitlines()
@@ -242,10 +319,14 @@ def test_a_page_of_an_unchanged_folder_opens_no_session_file(tmp_path: Path) -> 
     # Cold: ranking reads each session's last line (for its .times), and only the page is counted.
     page, cold = session_files_opened(strace, folder, tmp_path, 5)
     assert len(page) == 5
-    assert cold == sorted([f"{session_id}.jsonl" for session_id in ids] + [f"{p}.jsonl" for p in page])
+    for entry in page:  # each with its count and default title
+        n = int(entry.split(":")[0][1:])
+        assert entry == f"s{n:02d}:{n % 3 + 1}:hello {n}"
+    paged = [f"{entry.split(':')[0]}.jsonl" for entry in page]
+    assert cold == sorted([f"{session_id}.jsonl" for session_id in ids] + paged)
     session_files_opened(strace, folder, tmp_path, 40, warm=True)  # whole listing, racy window off
 
-    # Warm: nothing is opened, neither for the ranking nor for the counts.
+    # Warm: nothing is opened, neither for the ranking nor for the counts and default titles.
     assert session_files_opened(strace, folder, tmp_path, 5) == (page, [])
     owned, opened = session_files_opened(strace, folder, tmp_path, 5, owner="ann")
     assert len(owned) == 5 and opened == []
