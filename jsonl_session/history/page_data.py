@@ -113,9 +113,12 @@ class AboutLines:
     def add(self, scan: scanner.Scan) -> None:
         """Count the scan's items (lines that are not items are skipped)."""
         for line in scan.lines:
-            item = scanner.parse_item(line.data)
-            if item is not None:
-                self._growing.add(line.number, len(line.data), item)
+            self.add_line(line, scanner.parse_item(line.data))
+
+    def add_line(self, line: scanner.Line, item: Any) -> None:
+        """Count one line, already parsed (``item`` None: not an item, skipped)."""
+        if item is not None:
+            self._growing.add(line.number, len(line.data), item)
 
     def first_question(self) -> Any:
         """The first user message of the lines so far, or None."""

@@ -179,7 +179,11 @@ def scan_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, bytes]
 
 
 def views_of_scans(
-    scans: Iterable[scanner.Scan], builder: ViewBuilder | None = None, *, torn_tail: bool = True
+    scans: Iterable[scanner.Scan],
+    builder: ViewBuilder | None = None,
+    *,
+    torn_tail: bool = True,
+    each: Callable[[scanner.Line, dict[str, Any] | None], object] | None = None,
 ) -> Iterator[ItemView]:
     """The views :func:`views_of_lines` gives, one at a time, from a file scanned in pieces.
 
@@ -187,15 +191,24 @@ def views_of_scans(
     tail, if any): memory holds one piece, whatever the file's size (``show --html``).
     ``builder`` (a new one by default) is left as the lines leave it, for items that follow.
     ``torn_tail`` False leaves out a torn tail (a live view: a write may be under way).
+    ``each`` is given every line with its item (None: not an item), for a reader that needs
+    more of them than their views (``serve``'s page: its turns), without parsing them twice.
     """
     builder = builder or ViewBuilder()
     next_number = 1  # of the line after the scans so far
     for scan in scans:
         with codec.gc_paused():
-            views = [
-                _line_view(builder, line.number, _item(line.data), line.data, torn=False)
-                for line in scan.lines
-            ]
+            if each is None:
+                views = [
+                    _line_view(builder, line.number, _item(line.data), line.data, torn=False)
+                    for line in scan.lines
+                ]
+            else:
+                views = []
+                for line in scan.lines:
+                    item = _item(line.data)
+                    each(line, item)
+                    views.append(_line_view(builder, line.number, item, line.data, torn=False))
         yield from views
         next_number += scan.newlines
         if torn_tail and scan.pending and not codec.is_blank(scan.pending):  # only in the last scan

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import quote
 
-from ..core import reads
+from ..core import reads, scanner
 from ..core.errors import JSONLSessionError
 from ..core.item_times import align, fingerprint, matching_records, times_path
-from ..core.scanner import Scan
+from ..core.scanner import Line, Scan
 from ..history.page_data import AboutLines, about_of
 from ..render.html import Live, json_array_parts, live_head, live_rest
 from ..render.views import ViewBuilder, encode_view, views_of_scans
@@ -43,19 +43,22 @@ def page_parts(
     numbers: array[int] = array("q")
     crcs: array[int] = array("Q")
 
-    def take(scan: Scan) -> Scan:
-        about.add(scan)
-        for line in scan.lines:
-            numbers.append(line.number)
-            crcs.append(fingerprint(line.data))
-        return scan
+    def take(line: Line, item: dict[str, Any] | None) -> None:
+        about.add_line(line, item)
+        numbers.append(line.number)
+        crcs.append(fingerprint(line.data))
 
     scans = reads.scan_file(page.fd, page.size, piece_bytes=PAGE_PIECE_BYTES)
-    first = [take(scan) for scan in _first(scans)]  # held for the header: the first user message
-    if about.first_question() is None and page.size > PAGE_PIECE_BYTES:  # further on: read up to it
+    first = _first(scans)  # held for the header: its first user message titles the page
+    opening = AboutLines()
+    for line in (line for scan in first for line in scan.lines if b'"user"' in line.data):
+        opening.add_line(line, scanner.parse_item(line.data))
+        if opening.first_question() is not None:
+            break
+    if opening.first_question() is None and page.size > PAGE_PIECE_BYTES:  # further on: read up to it
         head = _about(lambda: about_of(path, page.fd, page.size, turns=False, lock_timeout=lock_timeout))
     else:
-        head = _about(lambda: about.about(path, turns=False, lock_timeout=lock_timeout))
+        head = _about(lambda: opening.about(path, turns=False, lock_timeout=lock_timeout))
     yield live_head(page.session_id, meta=str(path), about=head)
 
     builder = ViewBuilder()
@@ -67,7 +70,7 @@ def page_parts(
             counted[1] += view.tone == "invalid"
             yield encode_view(view)
 
-    views = views_of_scans(_chain(first, map(take, scans)), builder, torn_tail=False)
+    views = views_of_scans(_chain(first, scans), builder, torn_tail=False, each=take)
     yield from json_array_parts(encoded(views), piece_bytes=PAGE_PIECE_BYTES)
     whole = _about(lambda: about.about(path, turns=True, lock_timeout=lock_timeout))
     try:  # when each item was added: a page without times beats no page
