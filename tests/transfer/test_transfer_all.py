@@ -191,5 +191,7 @@ def test_the_transfer_benchmark_runs_quick(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     assert (result["sessions"], result["items_per_session"]) == (50, 20)
-    assert set(result["backends"]["redis"]) == {"export", "re-run", "import", "sdk-copy", "append"}
+    steps = result["backends"]["redis"]
+    assert set(steps) == {"export", "re-run", "import", "sdk-copy", "append", "import_vs_sdk_copy"}
+    assert len(steps["import"]["rounds_items_per_s"]) == len(steps["sdk-copy"]["rounds_items_per_s"]) == 3
     assert "redis" in done.stdout and "items/s" in done.stdout
