@@ -6,18 +6,21 @@ sidecars named ``<file>.jsonl.<kind>``, so no ``sessions/*.jsonl`` glob (git att
 shows a session with everything that belongs to it:
 
 * ``.torn``: fragments of lines cut by a killed writer (see ``storage``);
-* ``.lineage``: where a fork came from, one JSON object (see ``lineage``);
-* ``.usage``: token usage per run, JSON Lines, append-only (see ``usage``);
-* ``.run``: a run paused for a tool approval, one JSON object (see ``history.paused_runs``).
+* ``.lineage``: where a fork came from, one JSON object (see ``history.lineage``);
+* ``.usage``: token usage per run, JSON Lines, append-only (see ``history.usage``);
+* ``.run``: a run paused for a tool approval, one JSON object (see ``history.paused_runs``);
+* ``.meta``: title, tags, owner and a free-form mapping, one JSON object (``history.metadata``);
+* ``.times``: when each item was added, one record per item (``item_times``);
+* ``.dropped``: what ``check --fix`` dropped, JSON Lines, append-only (``tools.resend_fix``).
 
 Two ways of writing, both with rules the session file already follows:
 
-* whole-object sidecars (``.lineage``, ``.run``) are replaced atomically by the same
+* whole-object sidecars (``.lineage``, ``.run``, ``.meta``) are replaced atomically by the same
   ``storage.replace_file`` as sessions: a locked temporary file (``.<name>.<random>.tmp``,
   0600, see ``temp_files``), fsynced, renamed over the old one, directory fsynced.
   A reader sees the old object or the new one, never half of either, and needs no lock;
-* the log (``.usage``) is appended by ``storage.append`` under a ``FileHandle`` lock on the
-  log itself, with the torn-tail rule of sessions (fragments go to ``.usage.torn``).
+* the logs (``.usage``, ``.dropped``) are appended by ``storage.append`` under a ``FileHandle``
+  lock on the log itself, with the torn-tail rule of sessions (fragments go to ``.usage.torn``).
 
 Sidecars are input, read bounded: a whole-object sidecar with a size limit (:data:`LIMITS`:
 ``.meta``, ``.lineage``) is read to at most one byte past it and refused beyond, so a hostile
