@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ..core.errors import JSONLSessionError
-from ..history.metadata import read_default_title
 from ..session.session_info import SessionInfo, held_note
 
 
-def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:
+def index_row(info: SessionInfo) -> dict[str, object]:
     """An index row: id, title (or the first user message, ``default_title`` true), owner, tags,
     items, size, modified (the file), last activity (its newest item), notes (a paused run and
-    the items it holds back, a fork's source) and ``held``, that count."""
+    the items it holds back, a fork's source) and ``held``, that count. What ``ls`` lists."""
     notes = []
     if info.paused:
         notes.append(", ".join(filter(None, ["paused run", held_note(info.held)])))
@@ -23,10 +21,7 @@ def index_row(info: SessionInfo, *, lock_timeout: float) -> dict[str, object]:
         notes.append(f"forked from {info.forked_from}")
     title, default = info.title, False
     if title is None:
-        try:
-            title = read_default_title(info.path, lock_timeout=lock_timeout)
-        except (OSError, JSONLSessionError):  # deleted or locked since it was listed: no title, still a row
-            title = None
+        title = info.default_title
         default = title is not None
     return {
         "id": info.session_id,

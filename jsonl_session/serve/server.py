@@ -300,7 +300,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _sessions(self) -> list[dict[str, object]]:
         infos = SessionDirectory(self.server.hub.directory, lock_timeout=self.server.hub.lock_timeout).list()
-        return [index_row(info, lock_timeout=self.server.hub.lock_timeout) for info in infos]
+        return [index_row(info) for info in infos]
 
     def _session(self, session_id: str, *, body: bool) -> None:
         page = self.server.hub.open_page(session_id)

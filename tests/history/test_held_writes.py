@@ -123,7 +123,7 @@ def test_a_held_turn_paused_in_one_process_is_written_once_by_another(tmp_path: 
     assert check.returncode == 0, check.stdout + check.stderr  # a pause is not a broken history
     (listed,) = SessionDirectory(tmp_path).list()
     assert listed.paused and listed.held == 1
-    row = index_row(listed, lock_timeout=5)  # the viewer's index (and /api/sessions)
+    row = index_row(listed)  # the viewer's index (and /api/sessions)
     assert row["held"] == 1 and row["notes"] == ["paused run, 1 item held back"]
     assert "paused (needs approval; 1 item held back)" in cli(tmp_path, "ls").out
     assert orjson.loads(cli(tmp_path, "ls", "--json").out)["held"] == 1

@@ -53,10 +53,11 @@ def test_index_lists_sessions_newest_first_with_items_and_size(server: Server, f
     assert status == 200 and json.loads(body) == rows
 
 
-def test_the_index_and_ls_agree_on_last_activity_and_order(tmp_path: Path, server_for: Any) -> None:
+def test_the_index_and_ls_agree_on_last_activity_order_and_titles(tmp_path: Path, server_for: Any) -> None:
     folder = tmp_path / "sessions"
     for session_id in ("first", "second", "third"):  # active in this order (their .times say so)
         JSONLSession(session_id, folder).add_items_sync(conversation()[:3])
+    JSONLSession("second", folder).set_metadata_sync(title="Paris trip")  # the others: their first question
     os.utime(folder / "third.jsonl", (1_700_000_000, 1_700_000_000))  # touched by hand: not activity
     JSONLSession("first", folder).pop_item_sync()  # a pop changes the file, and is not activity either
     listed = [json.loads(line) for line in run(folder, "ls", "--json").out.splitlines()]
@@ -66,6 +67,9 @@ def test_the_index_and_ls_agree_on_last_activity_and_order(tmp_path: Path, serve
     rows = json.loads(body)
     assert [row["id"] for row in rows] == [entry["id"] for entry in listed] == ["third", "second", "first"]
     assert [row["last_activity"] for row in rows] == [entry["last_activity"] for entry in listed]
+    titles = [(row["title"], row["default_title"]) for row in rows]
+    assert titles == [(entry["title"] or entry["default_title"], not entry["title"]) for entry in listed]
+    assert titles[:2] == [("What's the weather in Paris?", True), ("Paris trip", False)]
     assert page_data(server.get("/")[1], "index-data")["sessions"] == rows
 
 
