@@ -138,13 +138,15 @@ def _search(
 
 class Prefilter:
     """Which raw lines may hold a match: those with ``word`` (lower-cased with ``-i``), a ``\\u``
-    escape, or (with ``-i``) one of ``variants``."""
+    escape, or (with ``-i``) one of ``variants``; for a ``phrase`` (words and spaces), those
+    of them that :meth:`may_hold_phrase`."""
 
-    def __init__(self, word: str, *, ignore_case: bool) -> None:
+    def __init__(self, word: str, *, ignore_case: bool, phrase: str | None = None) -> None:
         self.ignore_case = ignore_case
         self.word = (word.lower() if ignore_case else word).encode()
-        folds = "".join(FOLDS.get(char, "") for char in set(word.lower())) if ignore_case else ""
-        self.variants = tuple(char.encode() for char in sorted(folds))
+        self.variants = _variants(word, ignore_case)
+        self.phrase = None if phrase is None else (phrase.lower() if ignore_case else phrase).encode()
+        self._phrase_variants = _variants(phrase or "", ignore_case)
         self.longest = max(len(self.word), len(b"\\u"), *map(len, self.variants))
         """The longest byte string looked for: pieces read apart overlap by one byte less."""
         self._word = re.compile(re.escape(self.word))
@@ -174,6 +176,21 @@ class Prefilter:
             counted_to = start
             yield number, start, data[start:line_end]
 
+    def may_hold_phrase(self, line: bytes) -> bool:
+        """Whether a line that passed :meth:`lines` may hold the phrase: it has it as it is, or
+        its text may be joined from parts with a space (a list: ``[``), or be written otherwise
+        (an escape, a character ``-i`` folds). A phrase holds no ``"``, ``\\``, ``/``, ``:`` or
+        ``,``, which a writer escapes or spaces differently, nor a word the text makes up."""
+        if self.phrase is None:
+            return True
+        haystack = line.lower() if self.ignore_case else line
+        return (
+            self.phrase in haystack
+            or b"[" in line
+            or b"\\u" in line
+            or any(variant in line for variant in self._phrase_variants)
+        )
+
     def may_match(self, data: bytes) -> bool:
         """Whether ``data`` (a part of a line) holds one of the byte strings looked for."""
         haystack = data.lower() if self.ignore_case else data
@@ -184,14 +201,21 @@ def prefilter_for(pattern: str, *, ignore_case: bool) -> Prefilter | None:
     """A pre-filter for ``pattern``, or None when every line must be decoded.
 
     Only a plain printable-ASCII literal qualifies; with spaces, its longest word is looked
-    for (parts of a message are joined with a space, so a word never spans two).
+    for (parts of a message are joined with a space, so a word never spans two), then the
+    lines that have it are kept if they may hold the whole phrase (``may_hold_phrase``).
     """
     if not pattern or not all(" " <= char <= "~" for char in pattern) or _NOT_LITERAL & set(pattern):
         return None
     word = max(pattern.split(" "), key=len)
     if not word or any(char.isdigit() for char in word) or any(word.lower() in text for text in _BUILT):
         return None
-    return Prefilter(word, ignore_case=ignore_case)
+    return Prefilter(word, ignore_case=ignore_case, phrase=pattern if " " in pattern else None)
+
+
+def _variants(text: str, ignore_case: bool) -> tuple[bytes, ...]:
+    """The non-ASCII characters ``-i`` matches to a letter of ``text``, as bytes."""
+    folds = "".join(FOLDS.get(char, "") for char in set(text.lower())) if ignore_case else ""
+    return tuple(char.encode() for char in sorted(folds))
 
 
 HELD_BYTES = 4 << 20
@@ -245,10 +269,13 @@ def matching_items(
                 offset, number, skip_through = 0, 1, 0  # the file went: its next batch starts afresh
             held = 0
             stop = None
+            phrase = prefilter.may_hold_phrase if prefilter is not None and prefilter.phrase else None
             candidates = _candidates(batch, prefilter, offset, number)
             try:
                 for at, line_number, end, line in candidates:
                     if at == index and line_number <= skip_through:
+                        continue
+                    if phrase is not None and not phrase(line):
                         continue
                     found.append((at, line_number, line))
                     held += len(line)

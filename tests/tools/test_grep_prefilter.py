@@ -184,3 +184,34 @@ def test_words_the_text_is_built_with_are_found(
     assert grep(capsys, sessions_dir, "100") == ['built:1: tool call: f({"n":100.0})']
     assert grep(capsys, sessions_dir, "None") == ["built:2: tool call: None({})"]
     assert grep(capsys, sessions_dir, "part") == ["built:3: user: [part]"]
+
+
+def test_a_phrase_is_found_however_the_line_writes_it(
+    sessions_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a phrase narrows the lines with its longest word to those that may hold it whole: as it
+    # is, joined from parts, escaped, or with a character -i folds
+    hand_written(
+        sessions_dir,
+        "phrases",
+        '{"role": "user", "content": "sunny weather in Paris"}',
+        '{"role": "user", "content": "the weather is sunny"}',
+        '{"role": "user", "content": [{"type": "input_text", "text": "so sunny"}, "weather"]}',
+        r'{"role": "user", "content": "sunny\u0020weather"}',
+        '{"role": "user", "content": "ſunny weather"}',
+        '{"role": "user", "content": "SUNNY  WEATHER"}',
+    )
+    assert grep(capsys, sessions_dir, "sunny weather") == [
+        "phrases:1: user: sunny weather in Paris",
+        "phrases:3: user: so sunny weather",
+        "phrases:4: user: sunny weather",
+    ]
+    assert grep(capsys, sessions_dir, "-i", "Sunny Weather") == [
+        "phrases:1: user: sunny weather in Paris",
+        "phrases:3: user: so sunny weather",
+        "phrases:4: user: sunny weather",
+        "phrases:5: user: ſunny weather",
+    ]
+    assert grep(capsys, sessions_dir, "-i", "sunny  weather") == [
+        "phrases:6: user: SUNNY WEATHER"
+    ]  # the snippet squashes spaces
