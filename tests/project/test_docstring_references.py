@@ -13,7 +13,7 @@ docstring") makes a reference to a module recognisable, so it can be checked:
 * a cross-reference role (``:mod:``, ``:func:``, ``:class:`` ...) names a ``jsonl_session...``
   path, or a name of the module it is in;
 * a ``.py`` file (in a docstring or a comment) is a path from the repository, from the
-  package, or from the module's own folder.
+  package, or from the module's own folder; a ``docs/...md`` page is one from the repository.
 
 A single word in double backticks is not checked (``check`` is a command, a module and a
 verb); a package docstring names each of its modules that way, and the last test checks the
@@ -45,6 +45,7 @@ SHIMS = {f"jsonl_session.{name}" for name in ("bulk", "replay", "secrets", "work
 DOTTED = re.compile(r"``([a-z_]\w*(?:\.\w+)+)``")
 ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`~?([\w.]+)`")
 PY_FILE = re.compile(r"(?<![\w/.-])([\w/.-]*\w\.py)\b")
+DOCS_PAGE = re.compile(r"(?<![\w/.-])(docs/[\w/.-]*\w\.md|README\.md)\b")
 # ``convo_123.jsonl``, ``x.jsonl.run``, the ``user.jsonl_session.mark`` attribute: file names.
 FILE_NAME = re.compile(r"\.jsonl(?:\.|_session\.|$)")
 
@@ -169,6 +170,9 @@ def references() -> Iterator[tuple[str, str, str]]:
                 bases = (REPO, PACKAGE, path.parent)
                 if not any((base / file).is_file() for base in bases):
                     yield (f"{where}:{number}", file, "no such file")
+            for page in DOCS_PAGE.findall(source_line):
+                if not (REPO / page).is_file():
+                    yield (f"{where}:{number}", page, "no such page")
 
 
 def test_every_module_a_docstring_names_exists() -> None:
@@ -185,6 +189,7 @@ def test_the_checks_see_a_broken_reference() -> None:
     assert resolves("views.encode_nothing", "jsonl_session.render") is False
     assert resolves("jsonl_session.core.naming", "jsonl_session") is False
     assert resolves("os.fsync", "jsonl_session.core") is None and resolves("bytes.find", "x") is None
+    assert DOCS_PAGE.findall("see docs/format.md#dropped, not out.md") == ["docs/format.md"]
     assert PY_FILE.findall("see files.py and tests/core/test_x.py, not x.pyc") == [
         "files.py",
         "tests/core/test_x.py",
