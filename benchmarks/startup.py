@@ -1,10 +1,13 @@
 """Start-up: ``jsonl-session ls`` against a bare ``python -c pass``, in the same run.
 
-A short command's time is mostly interpreter start-up and imports. The target is ``ls``
-(20 small sessions) within 3x a bare interpreter; ``tests/project/test_startup.py`` pins *which*
-modules ``ls`` imports, this script measures the time. Runs are interleaved (each repetition
-runs every command) so load hits them alike; medians are reported. The package is
-byte-compiled first, as ``pip install`` leaves it (``benchmarks/installed.py`` says why).
+A short command's time is mostly interpreter start-up and imports. The target (issue 39) is
+``ls`` (20 small sessions, listing cache warm, as for every ``ls`` after the first) within 2.5x
+a bare interpreter; ``ls`` without the cache (``JSONL_SESSION_CACHE=off``: it counts every
+session and reads each one's default title) is timed beside it. ``tests/project/test_startup.py``
+pins *which* modules ``ls`` imports, this script measures the time. Runs are interleaved (each
+repetition runs every command) so load hits them alike; medians are reported. The package is
+byte-compiled first, as ``pip install`` leaves it (``benchmarks/installed.py`` says why), and the
+listing cache lives in the run's own folder.
 
 Run: ``python benchmarks/startup.py [--quick] [--update-results | --out DIR]``; writes
 ``startup.json`` to ``benchmarks/output/``, or to the committed ``benchmarks/results/`` with
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -32,29 +36,37 @@ sys.path.insert(0, str(HERE.parent))
 
 from jsonl_session import JSONLSession
 
-TARGET_RATIO = 3.0
+TARGET_RATIO = 2.5
+RACY_SECONDS = 2.1  # the listing cache keeps no file changed in the last 2 s (session/listing_cache.py)
 
 
-def timed(command: list[str], cwd: Path) -> float:
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, check=True, env=env)
     return time.perf_counter() - start
 
 
 def measure(folder: Path, runs: int, python: Path) -> dict[str, float]:
     cli = str(python.with_name("jsonl-session"))
+    env = dict(os.environ, XDG_CACHE_HOME=str(folder.parent / "cache"))
+    cold = dict(env, JSONL_SESSION_CACHE="off")
     commands = {
-        "python -c pass": [str(python), "-c", "pass"],
-        "jsonl-session ls": [cli, "ls", "--dir", str(folder)],
-        "jsonl-session ls --json": [cli, "ls", "--json", "--dir", str(folder)],
-        "jsonl-session show ID -n 1": [cli, "show", "s0", "-n", "1", "--dir", str(folder)],
+        "python -c pass": ([str(python), "-c", "pass"], env),
+        "jsonl-session ls": ([cli, "ls", "--dir", str(folder)], env),
+        "jsonl-session ls --json": ([cli, "ls", "--json", "--dir", str(folder)], env),
+        "jsonl-session ls, no listing cache": ([cli, "ls", "--dir", str(folder)], cold),
+        "jsonl-session show ID -n 1": ([cli, "show", "s0", "-n", "1", "--dir", str(folder)], env),
     }
+    timed(commands["jsonl-session ls"][0], folder, env)  # fills the listing cache
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        for name, command in commands.items():
-            times[name].append(timed(command, folder))
+        for name, (command, command_env) in commands.items():
+            times[name].append(timed(command, folder, command_env))
     result = {name: statistics.median(values) for name, values in times.items()}
     result["ls / python -c pass"] = result["jsonl-session ls"] / result["python -c pass"]
+    result["ls without the cache / python -c pass"] = (
+        result["jsonl-session ls, no listing cache"] / result["python -c pass"]
+    )
     return result
 
 
@@ -74,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
             JSONLSession(f"s{n}", folder).add_items_sync(
                 [{"role": "user", "content": f"hello {i}"} for i in range(50)]
             )
+        made = time.monotonic()
         bytecode = compile_package()  # as pip install leaves it (benchmarks/installed.py)
+        time.sleep(max(0.0, made + RACY_SECONDS - time.monotonic()))  # old enough to be cached
         runs = 5 if args.quick else args.runs
         editable = measure(folder, runs, Path(sys.executable))
         regular = measure(folder, runs, regular_install(Path(tmp) / "venv") / "python")
@@ -84,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     result["bytecode"] = bytecode
     result["target"] = {
-        "ls within 3x python -c pass, editable install": editable["ls / python -c pass"] <= TARGET_RATIO,
-        "ls within 3x python -c pass, regular install": regular["ls / python -c pass"] <= TARGET_RATIO,
+        "ls within 2.5x python -c pass, editable install": editable["ls / python -c pass"] <= TARGET_RATIO,
+        "ls within 2.5x python -c pass, regular install": regular["ls / python -c pass"] <= TARGET_RATIO,
         "quick": args.quick,
     }
     written = outputs.results_dir(args) / "startup.json"

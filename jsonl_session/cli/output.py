@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import sys
 
-from ..core.codec import dumps_any
-from ..render.item_text import Style, render
 from ..render.terminal_text import printable
 from .parser import PROG
 
@@ -20,6 +18,11 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-
 if TYPE_CHECKING:
     import argparse
     from typing import IO, Any
+
+    from ..render.item_text import Style
+
+# The item renderer and the codec are imported by the functions that print items: ``ls`` prints
+# none, and its start-up is mostly imports (benchmarks/startup.py).
 
 
 class Failure(Exception):
@@ -33,9 +36,13 @@ class UsageError(Failure):
 def print_items(args: argparse.Namespace, items: list[Any], *, first: int | None = None) -> None:
     """Items as a transcript (numbered from ``first``, if given), or as JSON Lines with ``--json``."""
     if args.json:
+        from ..core.codec import dumps_any
+
         sys.stdout.buffer.write(b"".join(dumps_any(item) + b"\n" for item in items))
         sys.stdout.flush()
         return
+    from ..render.item_text import render
+
     style = style_for(sys.stdout)
     for offset, item in enumerate(items):
         number = None if first is None else first + offset
@@ -44,11 +51,15 @@ def print_items(args: argparse.Namespace, items: list[Any], *, first: int | None
 
 def print_json(value: Any) -> None:
     """One JSON line on stdout."""
+    from ..core.codec import dumps_any
+
     sys.stdout.buffer.write(dumps_any(value) + b"\n")
 
 
 def style_for(stream: IO[str]) -> Style:
     """Colour on a terminal, unless ``NO_COLOR`` is set."""
+    from ..render.item_text import Style
+
     return Style(stream.isatty() and "NO_COLOR" not in os.environ)
 
 

@@ -14,10 +14,10 @@ import stat
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from ..core import errors, item_times, reads, sidecar_files
+from ..core import errors
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
-from ..core.names import DEFAULT_DIRECTORY, META, TIMES, filename_for, id_for
+from ..core.names import DEFAULT_DIRECTORY, LINEAGE, META, RUN, TIMES, filename_for, id_for
 from ..core.transaction import Transaction
 from .listing_cache import ListingCache
 from .session_info import SessionInfo, in_datetime_range, utc_microseconds
@@ -182,8 +182,8 @@ class SessionDirectory:
                         cache.remember_default_title(name, file_stat, title)
                 assert counts is not None
                 items, markers = counts
-                forked_from = _forked_from(path) if name + sidecar_files.LINEAGE in names else None
-                paused = name + sidecar_files.RUN in names
+                forked_from = _forked_from(path) if name + LINEAGE in names else None
+                paused = name + RUN in names
             except (OSError, JSONLSessionError) as exc:
                 _skipped(on_error, path, exc)
                 continue
@@ -197,7 +197,7 @@ class SessionDirectory:
                     forked_from=forked_from,
                     about=about,
                     activity=newest,
-                    held=sidecar_files.held_back(path) if paused else 0,
+                    held=_held_back(path) if paused else 0,
                     default_title=title,
                     needs_merge=markers > 0,
                 )
@@ -230,6 +230,8 @@ class SessionDirectory:
         same id would inherit. The ``.torn`` sidecar, if any, is kept: it holds bytes nobody
         has looked at yet.
         """
+        from ..core import sidecar_files
+
         path = self.open(session_id).path
         with Transaction(path, write=True, timeout=self.lock_timeout) as file:
             if not file.exists:
@@ -311,6 +313,8 @@ def _newest_item_time(
     cached = cache.activity(name, file_stat, times_stat)
     if cached is not False:
         return cached
+    from ..core import item_times  # only when the cache cannot say: a warm ls reads no .times
+
     newest = item_times.newest_item_time(path)
     cache.remember_activity(name, file_stat, times_stat, newest)
     return newest
@@ -350,6 +354,8 @@ def _read(
     with Transaction(path, write=False, timeout=lock_timeout) as file:
         if not file.exists:
             return None
+        from ..core import reads
+
         now = os.fstat(file.fd)
         unchanged = (now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns) == (
             seen.st_ino,
@@ -363,6 +369,13 @@ def _read(
         from ..history.titles import listed_default_title
 
         return now, counts, listed_default_title(file.fd, now.st_size)
+
+
+def _held_back(path: str) -> int:
+    """How many items a paused run holds back (the sidecar code is imported only for a paused run)."""
+    from ..core import sidecar_files
+
+    return sidecar_files.held_back(path)
 
 
 def _forked_from(path: str) -> str | None:

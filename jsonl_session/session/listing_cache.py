@@ -263,12 +263,22 @@ def _cache_path(folder: str) -> str | None:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not os.path.isabs(base):
         return None  # the XDG rule: a relative path is to be ignored
-    import zlib
-
     real = os.path.realpath(folder)
-    return os.path.join(
-        base, "jsonl-session", f"listing-{zlib.crc32(real.encode(errors='surrogateescape')):08x}"
-    )
+    return os.path.join(base, "jsonl-session", f"listing-{_checksum(os.fsencode(real)):08x}")
+
+
+def _checksum(data: bytes) -> int:
+    """32-bit FNV-1a of ``data``: names the cache file (which repeats the path it is for) without
+    loading zlib, a shared library, on ``ls``'s way.
+
+    Example:
+        >>> f"{_checksum(b'/home/ann/sessions'):08x}"
+        'c349ff9f'
+    """
+    value = 0x811C9DC5
+    for byte in data:
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return value
 
 
 def _read(path: str, real_folder: str) -> tuple[list[str], array[int], bytes]:

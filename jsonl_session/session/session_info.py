@@ -6,7 +6,6 @@ imports this and nothing it does not need (``tests/project/test_startup.py``).
 
 from __future__ import annotations
 
-import math
 import os
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
@@ -258,5 +257,5 @@ def in_datetime_range(mtime: float) -> bool:
 
 def utc_microseconds(mtime: float) -> int:
     """``mtime`` rounded to the microsecond as ``datetime.fromtimestamp`` rounds it (half to even)."""
-    fraction, whole = math.modf(mtime)
-    return int(whole) * 1_000_000 + round(fraction * 1e6)
+    whole = int(mtime)  # toward zero, as math.modf splits it (math is a shared library to load)
+    return whole * 1_000_000 + round((mtime - whole) * 1e6)
