@@ -38,6 +38,7 @@ from ..core import worker_threads
 from ..core.codec import encode_items
 from ..core.errors import JSONLSessionError
 from ..core.locking import MISSING
+from ..core.names import TIMES
 from ..session.folder import SessionDirectory
 from ..session.store import JSONLSession
 from . import companion, redis_store, sql_store, sqlite_store
@@ -318,7 +319,9 @@ async def _import_from(
             existed = await asyncio.to_thread(directory.exists, session_id)  # a stat: off the loop
             local = directory.open(session_id)
             try:
-                work = import_items(local, items, metadata or {}, replace=replace, existed=existed)
+                work = import_items(
+                    local, items, metadata or {}, replace=replace, existed=existed, private=True
+                )
                 return await _per_session(session_id, work)
             finally:
                 local.close()
@@ -348,11 +351,16 @@ async def import_items(
     *,
     replace: bool = False,
     existed: bool = True,
+    private: bool = False,
 ) -> Outcome:
     """Bring ``local`` up to ``items`` in one rename under its lock, with ``metadata``'s sidecars.
 
     Encoding, and the read, compare and rename under the lock, run in worker threads; the
-    lock is waited for on the loop. Items that cannot be written create no file.
+    lock is waited for on the loop. Items that cannot be written create no file. ``private``:
+    ``local`` is this call's own (no descriptor of it in use elsewhere), so when the companion's
+    ``.times`` is the one the file gets, the items are written through a twin that does not
+    stamp a ``.times`` of its own first (a caller's session would keep its open descriptor on
+    the file the twin replaced).
     """
     try:
         payload = await worker_threads.run(encode_items, items)
@@ -362,9 +370,22 @@ async def import_items(
     recorded = metadata.get(companion.FILE)
     # The file gets its recorded time back only if it now holds exactly the items exported.
     as_exported = recorded is not None and recorded.content == companion.items_digest(payload)
-    return await local.locked_in_thread(
-        _import_locked, local, items, metadata, (replace, existed, as_exported), write=True, create=True
-    )
+    writer = local
+    if private and as_exported and companion.FILE + TIMES in metadata:
+        writer = JSONLSession(
+            local.session_id,
+            local.directory,
+            durable=local.durable,
+            lock_timeout=local.lock_timeout,
+            timestamps=False,
+        )
+    try:
+        return await writer.locked_in_thread(
+            _import_locked, writer, items, metadata, (replace, existed, as_exported), write=True, create=True
+        )
+    finally:
+        if writer is not local:
+            writer.close()
 
 
 def _import_locked(

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import reads, scanner, sidecar_files, storage
-from ..core.names import KINDS, SUFFIX
+from ..core.names import KINDS, SUFFIX, TIMES
 from ..core.safe_open import open_regular
 
 __all__ = [
@@ -141,12 +141,39 @@ def apply_locally(
         if entry is None:
             if current is not None:
                 sidecar_files.remove(target, durable=durable)
+        elif current is None and kind == TIMES and _write_new_times(target, entry):
+            wrote.append(SUFFIX + kind)
         elif current is None or current.content != entry.content or current.mode != entry.mode:
             storage.replace_file(target, entry.content, durable=durable, prepare=_chmod(entry.mode))
             wrote.append(SUFFIX + kind)
         elif current.mtime_ns != entry.mtime_ns:
             wrote.append(SUFFIX + kind)  # the same bytes: only its time to restore
     return tuple(wrote)
+
+
+def _write_new_times(target: Path, entry: Entry) -> bool:
+    """Write a ``.times`` where there was none, in place and unsynced; False if something is
+    there after all (the atomic replace then deals with it).
+
+    Times are advisory and the core never syncs them (``core/item_times.py``): a crash may lose
+    them, or leave a torn record that readers skip, never the items. So the one replace kept for
+    a sidecar that replaces another is not needed here, and neither is its sync, which made an
+    import of an exported session sync three files where the SDK's own copy syncs one.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(target, flags, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, entry.mode & 0o777)
+        storage.write_at_end(fd, entry.content, 0, durable=False)
+    except BaseException:
+        os.unlink(target)
+        raise
+    finally:
+        os.close(fd)
+    return True
 
 
 def _grown(current: Entry, entry: Entry) -> bool:

@@ -1,0 +1,68 @@
+"""What ``import --all`` writes to disk for a session jsonl-session exported: each file once.
+
+An import of an exported session brings its items and its ``.times`` sidecar back. The items
+are written as every rewrite writes them (one synced atomic replace); the ``.times`` comes from
+the companion. Writing it twice (stamped by the items' rewrite, then replaced by the
+companion's) and syncing it as if it held items made the import three synced writes per
+session where the SDK's own copy makes one. Times are advisory and never fsynced by the core
+(``core/item_times.py``: a crash may lose the newest ones), so a ``.times`` written where none
+was is written once, unsynced. Observed with ``strace`` on a real ``jsonl-session import``
+process against a real Redis; the result is still the folder that was exported, byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from cli_helpers import cli_env, redis_url, strace_or_skip  # noqa: F401  (a fixture)
+from test_mirror import flush_redis
+from test_transfer_all import make_folder
+
+from jsonl_session import SessionDirectory
+from jsonl_session.transfer.all_sessions import export_all
+
+pytestmark = pytest.mark.sdk
+pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
+
+
+def test_an_exported_session_comes_back_with_its_items_synced_once_and_its_times_written_once(
+    tmp_path: Path, redis_url: str  # noqa: F811
+) -> None:
+    strace = strace_or_skip()
+    flush_redis(redis_url)
+    folder, back = tmp_path / "sessions", tmp_path / "back"
+    make_folder(folder, 3)
+    outcomes = asyncio.run(export_all(SessionDirectory(folder), redis_url))
+    assert {o.status for o in outcomes} == {"copied"}
+    log = tmp_path / "strace.log"
+    done = subprocess.run(
+        [strace, "-f", "-qq", "-y", "-o", str(log), "-e", "trace=openat,fdatasync,fsync,rename,renameat2",
+         sys.executable, "-m", "jsonl_session", "import", redis_url, "--all", "--dir", str(back)],
+        capture_output=True, text=True, timeout=120, check=False, env=cli_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    synced: Counter[str] = Counter()  # file name (a temporary one named after its target) -> syncs
+    renamed: Counter[str] = Counter()  # target name -> renames onto it
+    for line in log.read_text().splitlines():
+        if str(back) not in line:
+            continue
+        sync = re.search(r"f(?:data)?sync\(\d+<([^>]*)>", line)
+        if sync:
+            synced[Path(sync.group(1)).name] += 1
+        moved = re.search(r'rename(?:at2)?\(.*"[^"]*", .*"([^"]+)"', line)
+        if moved:
+            renamed[Path(moved.group(1)).name] += 1
+    for n in range(3):
+        name = f"s{n:03d}.jsonl"
+        assert renamed[name] == 1, renamed  # the items: one atomic replace
+        assert sum(count for file, count in synced.items() if name in file and ".times" not in file) == 1
+        assert renamed[name + ".times"] == 0, renamed  # the companion's .times, written once in place
+        assert not [file for file in synced if f"{name}.times" in file], synced
+        assert (back / (name + ".times")).read_bytes() == (folder / (name + ".times")).read_bytes()
+        assert (back / name).read_bytes() == (folder / name).read_bytes()
