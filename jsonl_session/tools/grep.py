@@ -176,6 +176,17 @@ class Prefilter:
             counted_to = start
             yield number, start, data[start:line_end]
 
+    def grep_patterns(self) -> tuple[list[bytes], bool]:
+        """What the system's grep looks for, and whether as extended regular expressions: the
+        word, ``\\u`` and the variants, literally; for a phrase, the lines
+        :meth:`may_hold_phrase` keeps (the phrase, or the word on a line with a ``[``...), so
+        grep hands back few more lines than are decoded. The word and the phrase hold no
+        character special to ``grep -E`` (``prefilter_for`` refuses them)."""
+        if self.phrase is None:
+            return [self.word, b"\\u", *self.variants], False
+        either_side = [rb"\[.*" + self.word, self.word + rb".*\["]
+        return [self.phrase, *either_side, rb"\\u", *self.variants, *self._phrase_variants], True
+
     def may_hold_phrase(self, line: bytes) -> bool:
         """Whether a line that passed :meth:`lines` may hold the phrase: it has it as it is, or
         its text may be joined from parts with a space (a list: ``[``), or be written otherwise
@@ -358,8 +369,9 @@ def _candidates(
         return
     run = None
     if prefilter is not None:
-        words = [prefilter.word, b"\\u", *prefilter.variants]
-        run = system_grep.start([path for _, path, _, _ in rest], words, ignore_case=prefilter.ignore_case)
+        words, extended = prefilter.grep_patterns()
+        paths = [path for _, path, _, _ in rest]
+        run = system_grep.start(paths, words, ignore_case=prefilter.ignore_case, extended=extended)
     if run is None:
         for index, _, fd, size in rest:
             for line_number, end, line in _python_lines(fd, size, prefilter, 0, 1):

@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Iterator, Sequence
 
@@ -46,6 +47,9 @@ MAX_PROCESSES = 4
 """Files are split between up to this many greps (no more than the CPUs), which run at once."""
 
 _PIECE = 1 << 20  # bytes of a grep's output read at once
+# name NUL number : offset : line, as -H -n -b --null print it (one regex match is ~2x faster
+# than finding each separator)
+_RECORD = re.compile(rb"([^\0\n]*)\0([0-9]+):([0-9]+):([^\n]*)\n")
 _OUT_OF_MEMORY = b"memory exhausted"
 _SHELL = "/bin/sh"
 # "$0" is grep: the limit is set before it starts, so it holds from its first byte
@@ -59,15 +63,19 @@ def available() -> bool:
     return not _unusable and not os.environ.get(DISABLE_VARIABLE)
 
 
-def start(paths: Sequence[StrPath], words: Sequence[bytes], *, ignore_case: bool) -> Run | None:
+def start(
+    paths: Sequence[StrPath], words: Sequence[bytes], *, ignore_case: bool, extended: bool = False
+) -> Run | None:
     """Greps over ``paths`` for the lines holding one of ``words``, started; None when there is
-    no usable grep (the caller searches in Python). The caller holds the files' locks until
+    no usable grep (the caller searches in Python). ``extended``: the words are extended
+    regular expressions (``grep -E``), not literals. The caller holds the files' locks until
     it has closed the run, and must close it (``with``)."""
     global _unusable
     if not available() or not paths or not words:
         return None
     # -D skip: a FIFO or device put in a session's place is not read (it could block forever)
-    arguments = ["grep", "-F", "-H", "-n", "-b", "-a", "-D", "skip", "--null", "--color=never"]
+    kind = "-E" if extended else "-F"
+    arguments = ["grep", kind, "-H", "-n", "-b", "-a", "-D", "skip", "--null", "--color=never"]
     if ignore_case:
         arguments.append("-i")
     for word in words:
@@ -157,26 +165,27 @@ class Group:
         again)."""
         pending = bytearray()
         position, name = -1, b""
+        match = _RECORD.match
         while piece := os.read(self._out, _PIECE):
             pending += piece
-            start = 0
-            while (end := pending.find(b"\n", start)) >= 0:
-                nul = pending.find(b"\0", start, end)
-                number_end = pending.find(b":", nul, end)
-                offset_end = pending.find(b":", number_end + 1, end)
-                if nul < 0 or number_end < 0 or offset_end < 0:
-                    self._fail(misbehaved=True)
-                    return
-                if pending[start:nul] != name:  # grep reads its files in order: a new one
-                    name = bytes(pending[start:nul])
-                    position = self._positions.get(name, -1)
-                number, offset = pending[nul + 1 : number_end], pending[number_end + 1 : offset_end]
-                if position < 0 or not number.isdigit() or not offset.isdigit():
-                    self._fail(misbehaved=True)
-                    return
-                line = bytes(pending[offset_end + 1 : end])
+            if b"\n" not in piece:
+                continue  # a long line still coming: parsed once it has ended, not at every piece
+            start, size = 0, len(pending)
+            while start < size:
+                record = match(pending, start)
+                if record is None:
+                    if pending.find(b"\n", start) >= 0:  # an ended line that is not a record
+                        self._fail(misbehaved=True)
+                        return
+                    break
+                file, number, offset, line = record.groups()
+                if file != name:  # grep reads its files in order: a new one
+                    name, position = file, self._positions.get(file, -1)
+                    if position < 0:
+                        self._fail(misbehaved=True)
+                        return
                 yield position, int(number), int(offset) + len(line) + 1, line
-                start = end + 1
+                start = record.end()
             del pending[:start]  # the record not yet ended stays, even one longer than a piece
         messages = os.read(self._err, 1 << 16)  # a few lines at most: one per file it could not read
         status = self._wait()
