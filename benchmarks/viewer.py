@@ -1,4 +1,4 @@
-"""How fast the viewer is: ``show --html`` of a 100,000-item session, and a 10,000-item page in Chromium.
+"""How fast the viewer is: ``show --html`` and ``serve``'s page of 100,000 items; 10,000 in Chromium.
 
 Usage (from the repository root)::
 
@@ -11,6 +11,17 @@ What is measured (the items are ``benchmarks/items.py``'s realistic 300-600 byte
 * **show --html**: ``python -m jsonl_session show ID --html -o FILE`` as a subprocess, whole
   command (start-up included): wall time, and peak RSS (the child's ``VmHWM``). Targets: under
   5 s, and a peak within 50 MB of a bare import for 100,000 items (the page streams).
+* **serve page open**: a real ``jsonl-session serve`` of a folder holding the 100,000-item
+  session (with its ``.times``, written by the ``--baseline`` version if given) under several
+  names (hard links, made before the server starts, so its folder watch's first look is not
+  counted); the time from sending
+  ``GET /session?id=...`` to the last byte of the page, read by a client in this process. *Cold*:
+  a name no page has open yet (the session's follower indexes the file, then the page is read
+  once: items, turns, times); *warm*: the same page again while the session is kept (the page's
+  one read alone). Also the server's CPU time for each page (``/proc/PID/stat``), which the
+  machine's load moves much less than the wall time. ``--baseline DIR`` times another
+  checkout's ``serve`` (``PYTHONPATH=DIR``) in the same interleaved rounds, for a before/after
+  ratio from one run. Reads per page are counted, not timed, by tests/serve/test_page_reads.py.
 * **page ready**: the page of a 10,000-item session opened from the file in headless Chromium
   (Debian's ``chromium``, through Playwright): the time from navigation start to the page being
   usable (the first screenfuls drawn, search and filters working: the ``jsonl-session-ready``
@@ -31,6 +42,7 @@ committed results.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import platform
@@ -43,6 +55,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -131,6 +144,97 @@ def show_html(folder: Path, session_id: str, out: Path) -> tuple[float, float]:
     return seconds, int(completed.stderr.decode().strip().splitlines()[-1]) / 1024  # KB on Linux
 
 
+def start_serve(folder: Path, pythonpath: Path | None) -> tuple[subprocess.Popen[str], str, int]:
+    """A real ``serve`` of ``folder`` on a free port (``pythonpath``: another checkout's code)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(pythonpath or HERE.parent)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jsonl_session", "serve", "--dir", str(folder), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    url = urlsplit(process.stdout.readline().strip())
+    if url.hostname is None or url.port is None:
+        process.kill()
+        raise SystemExit("serve did not start")
+    return process, url.hostname, url.port
+
+
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system) the process has used so far, in ms (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def open_page_ms(host: str, port: int, session_id: str, pid: int) -> tuple[float, float]:
+    """Milliseconds from sending the page's request to its last byte, and the server's CPU time for it."""
+    connection = http.client.HTTPConnection(host, port, timeout=300)
+    try:
+        cpu = cpu_ms(pid)
+        start = time.perf_counter()
+        connection.request("GET", f"/session?id={session_id}")
+        response = connection.getresponse()
+        body = response.read()
+        elapsed = (time.perf_counter() - start) * 1000
+        cpu = cpu_ms(pid) - cpu
+    finally:
+        connection.close()
+    if response.status != 200 or b'"live":{"events"' not in body:  # the whole page, to its end
+        raise SystemExit(f"page of {session_id}: HTTP {response.status}")
+    return elapsed, cpu
+
+
+def serve_page_open(folder: Path, session_id: str, rounds: int, baseline: Path | None) -> dict[str, Any]:
+    """Cold and warm page opens of the session (hard-linked under a new name per round), interleaved
+    with ``baseline``'s server if given."""
+    source = folder / f"{session_id}.jsonl"
+    for n in range(rounds):
+        for suffix in ("", ".times"):
+            os.link(f"{source}{suffix}", folder / f"open{n}.jsonl{suffix}")
+    servers = {"now": start_serve(folder, None)}
+    if baseline is not None:
+        servers["before"] = start_serve(folder, baseline)
+    keys = [
+        f"{name}_{kind}_{clock}" for name in servers for kind in ("cold", "warm") for clock in ("ms", "cpu")
+    ]
+    times: dict[str, list[float]] = {key: [] for key in keys}
+    try:
+        for n in range(rounds):
+            order = list(servers) if n % 2 == 0 else list(reversed(servers))
+            for name in order:
+                process, host, port = servers[name]
+                for kind in ("cold", "warm"):
+                    wall, cpu = open_page_ms(host, port, f"open{n}", process.pid)
+                    times[f"{name}_{kind}_ms"].append(wall)
+                    times[f"{name}_{kind}_cpu"].append(cpu)
+    finally:
+        for process, _, _ in servers.values():
+            process.terminate()
+            process.wait(timeout=30)
+            assert process.stdout is not None
+            process.stdout.close()
+    result: dict[str, Any] = {"page_open_mb": round(source.stat().st_size / 1024 / 1024, 1)}
+    for key, values in times.items():
+        name, kind, clock = key.split("_")
+        prefix = "page_open" if name == "now" else "page_open_before"
+        result[f"{prefix}_{kind}_{clock}_ms" if clock == "cpu" else f"{prefix}_{kind}_ms"] = round(
+            statistics.median(values)
+        )
+        result[f"{prefix}_{kind}_{clock}_runs_ms" if clock == "cpu" else f"{prefix}_{kind}_runs_ms"] = [
+            round(value) for value in values
+        ]
+    if baseline is not None:
+        for kind in ("cold", "warm"):
+            for clock in ("", "_cpu"):
+                result[f"page_open_{kind}{clock}_vs_before"] = round(
+                    result[f"page_open_{kind}{clock}_ms"] / result[f"page_open_before_{kind}{clock}_ms"], 2
+                )
+    return result
+
+
 def page_ms(page_url: str, repetitions: int) -> dict[str, Any]:
     """Page ready, deep link and jump times, and the DOM size, each page load fresh.
 
@@ -195,9 +299,39 @@ def page_ms(page_url: str, repetitions: int) -> dict[str, Any]:
     }
 
 
-def measure(html_items: int, page_items: int, repetitions: int) -> dict[str, Any]:
+_WRITE_TIMED = """
+import sys
+sys.path.insert(0, sys.argv[3])
+from items import sample
+from jsonl_session import JSONLSession
+session = JSONLSession("big", sys.argv[1], timestamps=True)
+items = sample(int(sys.argv[2]))
+for start in range(0, len(items), 100):
+    session.add_items_sync(items[start : start + 100])
+"""
+
+
+def write_timed_session(folder: Path, count: int, code: Path | None) -> None:
+    """Session ``big`` as an agent writes it (with its ``.times``), 100 items per ``add_items``.
+
+    Written by ``code`` (a checkout; this one by default): with ``--baseline``, by the older
+    version, whose ``.times`` both read, so both servers match every item's time.
+    """
+    env = dict(os.environ, PYTHONPATH=str(code or HERE.parent))
+    command = [sys.executable, "-c", _WRITE_TIMED, str(folder), str(count), str(HERE)]
+    subprocess.run(command, env=env, check=True)
+
+
+def measure(
+    html_items: int, page_items: int, repetitions: int, *, baseline: Path | None, only_serve: bool
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="jsonl-session-viewer-bench-") as scratch:
         folder = Path(scratch)
+        served = folder / "served"
+        write_timed_session(served, html_items, baseline)
+        opens = serve_page_open(served, "big", repetitions, baseline)
+        if only_serve:
+            return {"page_open_items": html_items, **opens, "repetitions": repetitions}
         write_session(folder, "big", html_items)
         runs = [show_html(folder, "big", folder / "big.html") for _ in range(repetitions)]
         html_size = (folder / "big.html").stat().st_size
@@ -209,6 +343,8 @@ def measure(html_items: int, page_items: int, repetitions: int) -> dict[str, Any
         "show_html_seconds": round(statistics.median(seconds for seconds, _ in runs), 3),
         "show_html_peak_mb": round(statistics.median(peak for _, peak in runs), 1),
         "show_html_output_mb": round(html_size / 1024 / 1024, 1),
+        "page_open_items": html_items,
+        **opens,
         "page_items": page_items,
         **page,
         "repetitions": repetitions,
@@ -223,11 +359,13 @@ def main(argv: list[str] | None = None) -> int:
         "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
     )
     parser.add_argument("--out", type=Path, help="write the results to this JSON file instead")
+    parser.add_argument(
+        "--baseline", type=Path, help="a checkout of another version: its serve is timed in the same rounds"
+    )
+    parser.add_argument("--serve-only", action="store_true", help="only the serve page opens")
     args = parser.parse_args(argv)
-    if args.quick:
-        result = measure(10_000, 10_000, 1)
-    else:
-        result = measure(100_000, 10_000, args.repetitions)
+    items, repetitions = (10_000, 1) if args.quick else (100_000, args.repetitions)
+    result = measure(items, 10_000, repetitions, baseline=args.baseline, only_serve=args.serve_only)
     result.update(
         when=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         python=platform.python_version(),
