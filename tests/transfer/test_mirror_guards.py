@@ -500,3 +500,25 @@ def test_files_removed_one_by_one_while_the_mirror_follows_are_deleted_without_y
             wait_until(lambda: gone not in sdk_view(pg))  # noqa: B023  (called before gone changes)
     assert sdk_view(pg) == folder_view(folder) == {"s0": [turn(0)]}
     assert sorted(o.session_id for o in mirror.outcomes if o.status == "deleted") == ["s1", "s2", "s3", "s4"]
+
+
+def test_export_all_and_import_all_print_ids_escaped(tmp_path: Path, folder: Path, rd: str) -> None:
+    import redis
+
+    session(folder, "fine").add_items_sync([turn(1)])
+    (folder / "evil%1B%5D0%3Bpwned%07.jsonl").write_text(json.dumps(turn(2)) + "\n")
+    (folder / "bad%1B%5D0%3Bx%07.jsonl").write_text("{not json\n")  # named by its failed line
+    exported = run(folder, "export", "--all", "--to", rd)
+    client = redis.Redis.from_url(rd)
+    try:  # a foreign key whose id is not UTF-8, with a BEL in it
+        client.rpush(REDIS_PREFIX.encode() + b"raw\x07\xff:messages", text_of(turn(3)))
+    finally:
+        client.close()
+    imported = run(tmp_path / "back", "import", rd, "--all")
+    for done in (exported, imported):
+        shown = done.out + done.err
+        assert done.code == 1, done
+        assert "\x1b" not in shown and "\x07" not in shown, shown
+    assert "bad\\x1b]0;x\\x07: failed" in exported.out + exported.err, exported
+    assert "raw\\x07\\xff" in imported.out + imported.err, imported
+    assert folder_view(tmp_path / "back") == {"fine": [turn(1)], "evil\x1b]0;pwned\x07": [turn(2)]}

@@ -23,8 +23,9 @@ machines read the same items ``get_items()`` reads from the files:
   any point (``kill -9``) and started again neither duplicates nor loses an item.
 
 :func:`catch_up_mirror` is that comparison alone, once (``--once``; with ``dry_run`` it changes nothing:
-``--dry-run``, ``--verify``). One mirror per folder and database: two would each be exact but
-could interleave their writes to one session.
+``--dry-run``, ``--verify``). Two mirrors of one folder into one database converge to it (each
+transaction compares under the session's lock), though one may briefly write back a state the
+other has passed: one is enough.
 
 Example:
     >>> await mirror_folder("sessions", "postgresql://me@db/chats", delete=True)      # doctest: +SKIP
