@@ -32,7 +32,8 @@ pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not ins
 
 
 def test_an_exported_session_comes_back_with_its_items_synced_once_and_its_times_written_once(
-    tmp_path: Path, redis_url: str  # noqa: F811
+    tmp_path: Path,
+    redis_url: str,  # noqa: F811
 ) -> None:
     strace = strace_or_skip()
     flush_redis(redis_url)
