@@ -1,7 +1,8 @@
 """The house style is part of the test suite: ``ruff check``, ``ruff format --check`` and ``mypy --strict``.
 
 The README's one test command (and ``.ci/run``, which runs it) therefore fails on a lint error, a
-badly formatted file or a type error, in the package, the tests, the benchmarks and the examples.
+badly formatted file or a type error, in the package, the tests, the benchmarks, the mutation
+script and the examples.
 The linters come from the ``test`` extra (pinned to a minor release: new releases add rules).
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TYPED = ["jsonl_session", "tests", "benchmarks", "examples"]
+TYPED = ["jsonl_session", "tests", "benchmarks", "mutation", "examples"]
 
 
 def run_tool(*args: str) -> subprocess.CompletedProcess[str]:

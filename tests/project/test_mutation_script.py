@@ -1,4 +1,4 @@
-"""``benchmarks/mutation.py`` (mutation testing, not run in CI) stays usable: its map names real files."""
+"""``mutation/mutation.py`` (mutation testing, not run in CI) stays usable: its map names real files."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_mutation_map_names_existing_modules_and_tests() -> None:
     listed = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "mutation.py"), "--list"],
+        [sys.executable, str(ROOT / "mutation" / "mutation.py"), "--list"],
         capture_output=True,
         text=True,
         check=True,

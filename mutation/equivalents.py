@@ -1,4 +1,4 @@
-"""The surviving mutants no test can kill, each with the one-line reason (``benchmarks/mutation.py``).
+"""The surviving mutants no test can kill, each with the one-line reason (``mutation/mutation.py``).
 
 A survivor is named by its module, the cosmic-ray operator and the code of the line it
 changed (stripped, without its comment), not a line number: edits above it do not orphan its
@@ -52,7 +52,7 @@ LOCKING = "core/locking.py"
 CHECK = "tools/check.py"
 TURNS = "history/turns.py"
 USAGE = "history/usage.py"
-FOLDERS = "transfer/folders.py"
+ALL_SESSIONS = "transfer/all_sessions.py"
 ASYNC_LOCKING = "core/async_locking.py"
 SCANNER = "core/scanner.py"
 UNDO = "core/undo_buffer.py"
@@ -295,38 +295,38 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "CPython calls a weak reference's callback as the last reference goes, so the entry's "
         "reference is always the dead one: no other object can take the id before"
     ),
-    # transfer/folders.py
-    (FOLDERS, "NumberReplacer", "CONCURRENCY = 8"): _SPLIT,
-    (FOLDERS, "NumberReplacer", "lanes = max(1, concurrency // 2)"): _SPLIT,
-    (FOLDERS, "ReplaceBinaryOperator_FloorDiv_Mul", "lanes = max(1, concurrency // 2)"): _SPLIT,
-    (FOLDERS, "NumberReplacer", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
-    (FOLDERS, "ReplaceUnaryOperator_USub_Invert", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
-    (FOLDERS, "ReplaceUnaryOperator_USub_Not", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
-    (FOLDERS, "ReplaceUnaryOperator_Delete_USub", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
-    (FOLDERS, "NumberReplacer", "semaphore = asyncio.Semaphore(max(1, concurrency))"): _SPLIT,
-    (FOLDERS, "ReplaceUnaryOperator_USub_UAdd", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
-    (FOLDERS, "NumberReplacer", "return (await sql_store.export_batch(backend.handle, [job], replace=replace))[0]"): (
+    # transfer/all_sessions.py
+    (ALL_SESSIONS, "NumberReplacer", "CONCURRENCY = 8"): _SPLIT,
+    (ALL_SESSIONS, "NumberReplacer", "lanes = max(1, concurrency // 2)"): _SPLIT,
+    (ALL_SESSIONS, "ReplaceBinaryOperator_FloorDiv_Mul", "lanes = max(1, concurrency // 2)"): _SPLIT,
+    (ALL_SESSIONS, "NumberReplacer", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (ALL_SESSIONS, "ReplaceUnaryOperator_USub_Invert", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (ALL_SESSIONS, "ReplaceUnaryOperator_USub_Not", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (ALL_SESSIONS, "ReplaceUnaryOperator_Delete_USub", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (ALL_SESSIONS, "NumberReplacer", "semaphore = asyncio.Semaphore(max(1, concurrency))"): _SPLIT,
+    (ALL_SESSIONS, "ReplaceUnaryOperator_USub_UAdd", "size = max(1, min(sql_store.BATCH_SESSIONS, -(-len(ids) // lanes)))"): _SPLIT,
+    (ALL_SESSIONS, "NumberReplacer", "return (await sql_store.export_batch(backend.handle, [job], replace=replace))[0]"): (
         "a batch of one job returns one outcome: its first is its last"
     ),
-    (FOLDERS, "ReplaceFalseWithTrue", "backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True"): (
+    (ALL_SESSIONS, "ReplaceFalseWithTrue", "backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True"): (
         "every caller passes `replace`: the default is never used"
     ),
-    (FOLDERS, "ReplaceComparisonOperator_Eq_NotEq", 'there = set(await backend.session_ids()) if backend.flavour == "redis" else None'): _THERE,
-    (FOLDERS, "AddNot", 'there = set(await backend.session_ids()) if backend.flavour == "redis" else None'): _THERE,
-    (FOLDERS, "ReplaceTrueWithFalse", "await asyncio.gather(*tasks, return_exceptions=True)"): (
+    (ALL_SESSIONS, "ReplaceComparisonOperator_Eq_NotEq", 'there = set(await backend.session_ids()) if backend.flavour == "redis" else None'): _THERE,
+    (ALL_SESSIONS, "AddNot", 'there = set(await backend.session_ids()) if backend.flavour == "redis" else None'): _THERE,
+    (ALL_SESSIONS, "ReplaceTrueWithFalse", "await asyncio.gather(*tasks, return_exceptions=True)"): (
         "the error that stopped the run is already set on its task, so this gather raises that "
         "same error at once; the cancelled tasks end as the loop runs them (a test drains them)"
     ),
-    (FOLDERS, "ReplaceTrueWithFalse", "existed: bool = True,"): (
+    (ALL_SESSIONS, "ReplaceTrueWithFalse", "existed: bool = True,"): (
         "the one caller that leaves `existed` out (a single import) refuses an empty session "
         "first, and `existed` only decides an empty session's outcome"
     ),
-    (FOLDERS, "ReplaceFalseWithTrue", "replace: bool = False,"): "every caller passes `replace`: the default is never used",
-    (FOLDERS, "AddNot", "if sql_store.supported(backend.handle):"): (
+    (ALL_SESSIONS, "ReplaceFalseWithTrue", "replace: bool = False,"): "every caller passes `replace`: the default is never used",
+    (ALL_SESSIONS, "AddNot", "if sql_store.supported(backend.handle):"): (
         "PostgreSQL and SQLite then go through the SDK's own calls, which copy the same items and "
         "companion as the batch (tested on SQLite); the databases that need them do not run here"
     ),
-    (FOLDERS, "ReplaceTrueWithFalse", "backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True"): (
+    (ALL_SESSIONS, "ReplaceTrueWithFalse", "backend: Backend, job: sql_store.Job, *, replace: bool = False, maybe_there: bool = True"): (
         "`maybe_there=False` only skips Redis's quick first look: the look under WATCH that "
         "follows finds the same (one more round trip)"
     ),

@@ -3,9 +3,9 @@
 For each module it mutates (one operator at one place at a time: ``<`` for ``<=``, ``+`` for
 ``-``, a constant changed, ``and`` for ``or``, a ``break`` for a ``continue``...), cosmic-ray
 runs that module's fast tests (the map below, never ``-m slow``); a mutant no test fails on
-*survived*. The report, ``benchmarks/results/mutation.md``, gives the mutation score per module
+*survived*. The report, ``mutation/report.md``, gives the mutation score per module
 (killed / all mutants that ran) and every survivor, with the reason it is equivalent where it
-is (``benchmarks/mutation_equivalents.py``), so that new survivors stand out.
+is (``mutation/equivalents.py``), so that new survivors stand out.
 
 cosmic-ray edits the module in place, so each run works in a scratch copy of the package and the
 tests (``PYTHONPATH`` points the tests and their child processes at it): the work tree is never
@@ -13,9 +13,9 @@ touched. It is slow (each mutant is one pytest run, ~1-3 s) and not part of CI. 
 ``bench`` extra (``pip install -e '.[test,bench]'``).
 
 Example:
-    python benchmarks/mutation.py core/scanner.py core/undo_buffer.py   # those modules
-    python benchmarks/mutation.py --list                                  # the map and what ran
-    python benchmarks/mutation.py --report-only                           # rewrite the report
+    python mutation/mutation.py core/scanner.py core/undo_buffer.py   # those modules
+    python mutation/mutation.py --list                                  # the map and what ran
+    python mutation/mutation.py --report-only                           # rewrite the report
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from mutation_equivalents import EQUIVALENT  # benchmarks/mutation_equivalents.py
+from equivalents import EQUIVALENT  # mutation/equivalents.py
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
-STATE = RESULTS / "mutation.json"  # per module: score, survivors (kept between runs)
-REPORT = RESULTS / "mutation.md"
+HERE = ROOT / "mutation"
+STATE = HERE / "results.json"  # per module: score, survivors (kept between runs)
+REPORT = HERE / "report.md"
 
 # The core modules of issue 29, each with the fast tests that exercise it (module -> test files),
 # the quickest and most pointed first: with ``-x`` a mutant dies at its first failing test.
@@ -145,7 +145,7 @@ TESTS: dict[str, list[str]] = {
         "tests/history/test_usage_rewind_redo.py",
         "tests/history/test_usage_runs.py",
     ],
-    "transfer/folders.py": [
+    "transfer/all_sessions.py": [
         "tests/transfer/test_folder_copy_edges.py",
         "tests/transfer/test_all_per_session.py",
         "tests/transfer/test_transfer_all.py",
@@ -161,7 +161,7 @@ NOTES = """\
   its survivors (each checked against its mutant by hand before it was kept), the map grew to
   the test files that kill them, and `--again` re-ran the survivors not yet reasoned
   equivalent: a module marked *re-run* counts both runs' kills.
-- `transfer/folders.py` ran in two shards at once (its pending mutants split by hand between
+- `transfer/all_sessions.py` ran in two shards at once (its pending mutants split by hand between
   two copies of one cosmic-ray session) to fit the time, so its time is not kept; its first
   mutants ran before `test_metadata_travels.py` and `test_folder_copy_edges.py` were in its map.
 - `core/scanner.py` and `core/async_locking.py` are beyond the ten modules issue 29 names (the
@@ -422,9 +422,9 @@ def write_report(state: dict[str, Any]) -> None:
     text = [
         "# Mutation testing of the core",
         "",
-        "Made by `python benchmarks/mutation.py` (cosmic-ray 8.7; see its docstring). The *kill rate* is the",
+        "Made by `python mutation/mutation.py` (cosmic-ray 8.7; see its docstring). The *kill rate* is the",
         "share of mutants the module's fast tests kill (mutants that do not import are not counted);",
-        "the *score* leaves out the survivors reasoned equivalent (`benchmarks/mutation_equivalents.py`:",
+        "the *score* leaves out the survivors reasoned equivalent (`mutation/equivalents.py`:",
         "no test can tell them from the real code), as mutation scores usually do. Issue 29 asks",
         "for at least 90 % on the core, every survivor killed or reasoned equivalent.",
         "",
@@ -464,7 +464,7 @@ def code_of(line: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="Example: python benchmarks/mutation.py core/scanner.py",
+        epilog="Example: python mutation/mutation.py core/scanner.py",
     )
     parser.add_argument("modules", nargs="*", help="modules to mutate, as in the map (default: none)")
     parser.add_argument(
