@@ -64,6 +64,22 @@ def write_at_end(fd: int, payload: bytes, size_before: int, *, durable: bool) ->
         raise
 
 
+def write_rest(fd: int, payload: bytes, written: int, size_before: int) -> None:
+    """After a short ``write`` of ``payload`` (``written`` bytes): the rest, or the file back at
+    ``size_before`` and raise (the disk is full).
+
+    For a caller that makes the first ``os.write`` itself (the async ``add_items``: a raised
+    ``os.write`` wrote nothing, so only a short one needs this).
+    """
+    try:
+        view = memoryview(payload)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        _undo_append(fd, size_before)
+        raise
+
+
 def sync_or_undo(fd: int, size_before: int) -> None:
     """``fdatasync`` an append; if that fails, cut the file back to ``size_before`` and raise.
 
@@ -85,27 +101,28 @@ def _undo_append(fd: int, size_before: int) -> None:
         pass
 
 
-def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Any:
-    """Remove the newest item by truncating to the start of its line; None when there is none."""
+def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> tuple[Any, int]:
+    """Remove the newest item by truncating to the start of its line: the item (None when there
+    is none) and the file's size now."""
     if size is None:
         size = os.fstat(fd).st_size
     if not size:
-        return None
+        return None, 0
     change_mark.bump(fd)  # before the cut: followers must not take what follows for appends
     tail_offset, tail = read_tail(fd, size)
     if not codec.is_blank(tail):
         item = parse_item(tail)
         if item is not None:
             _truncate(fd, path, tail_offset, durable=durable)
-            return item
+            return item, tail_offset
         size = _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
     lines, _, _ = newest_lines(fd, size, 1)
     if not lines:
-        return None
+        return None, size
     offset, line = lines[-1]
     item = decode_at(fd, path, offset, line)
     _truncate(fd, path, offset, durable=durable)
-    return item
+    return item, offset
 
 
 def clear(fd: int, path: Path, *, durable: bool, size: int | None = None) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..core import reads, storage
 from ..core.async_locking import AsyncLocked
 from ..core.codec import encode_items
-from ..core.item_times import encode_stamped
+from ..core.item_times import encode_lines
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, MISSING, FileHandle, check_lock_timeout
 from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
 from ..core.times_log import TimesLog
@@ -71,8 +71,8 @@ class JSONLSession(SessionFeatures, TimestampMethods):
             many whole turns (a user message and what follows it), so the history never
             starts with a tool output cut from its call. Not together with a settings limit.
         timestamps: Record when each item was added, beside the items (``<file>.jsonl.times``,
-            see :meth:`get_items_with_times_sync`); the items' lines are never touched. By
-            default on for durable sessions (+4 % per add), off with ``durable=False``.
+            see :meth:`get_items_with_times_sync`); the items' lines are never touched. On by
+            default; ``False`` turns it off.
         route: Pick this run's folder and owner from its run context, so one object serves many
             users, each kept apart: a callable taking the SDK's ``RunContextWrapper`` and
             returning a :class:`~jsonl_session.Route` (or None for this session's own file).
@@ -106,8 +106,8 @@ class JSONLSession(SessionFeatures, TimestampMethods):
         self._session_settings: Any = None
         self.session_settings = session_settings
         self._handle = FileHandle(self.path, durable=durable)
-        # Default: on where it costs what issue 26 allows (docs/benchmarks.md#timestamps).
-        self._times = TimesLog(self.path) if (durable if timestamps is None else timestamps) else None
+        # On by default: it costs what issue 39 allows (docs/benchmarks.md#timestamps).
+        self._times = TimesLog(self.path) if timestamps is None or timestamps else None
         self.lock_timeout = lock_timeout
         if turn_limit is not None:
             if isinstance(turn_limit, bool) or not isinstance(turn_limit, int) or turn_limit < 0:
@@ -209,7 +209,10 @@ class JSONLSession(SessionFeatures, TimestampMethods):
             return await self._router.add_items(wrapper, items)
         times = self._times  # when each item was added: one more write (core/item_times.py)
         # Refuse bad items before touching the file.
-        payload, records = (encode_items(items), b"") if times is None else encode_stamped(items)
+        if times is None or (type(items) is list and len(items) == 1):
+            payload, lines = encode_items(items), None
+        else:
+            payload, lines = encode_lines(items)  # the lines apart, for their record
         if not payload:
             return await _yield_once()
         handle = self._handle
@@ -227,18 +230,18 @@ class JSONLSession(SessionFeatures, TimestampMethods):
                 # Big payloads; a last line without its newline: a hand edit to repair, or a
                 # torn tail to move aside first (which fsyncs a sidecar); and the first durable
                 # write to a file made elsewhere, which fsyncs its folder first.
-                await lock.finish_in_thread(self._append, fd, payload, size, records)
+                await lock.finish_in_thread(self._append, fd, payload, size, lines)
             else:
-                storage.write_at_end(fd, payload, size, durable=False)
+                written = os.write(fd, payload)  # storage.write_at_end, written out (see above)
+                if written < len(payload):
+                    storage.write_rest(fd, payload, written, size)
                 if durable:
                     if times is None:
                         await lock.finish_in_thread(storage.sync_or_undo, fd, size)
                     else:
-                        await lock.finish_in_thread(
-                            times.sync_and_write, fd, size, records, size + len(payload)
-                        )
+                        await lock.finish_in_thread(times.sync_and_stamp, fd, size, payload, lines)
                 elif times is not None:
-                    times.append_records(records, size, size + len(payload))
+                    times.stamp(payload, lines, size)
 
     async def pop_item(self, *, wrapper: Any = None) -> Any:
         """Remove and return the newest item (None when empty) by truncating its line."""
@@ -276,10 +279,10 @@ class JSONLSession(SessionFeatures, TimestampMethods):
 
     def add_items_sync(self, items: Iterable[Any]) -> None:
         """Blocking twin of :meth:`add_items`."""
-        payload, records = (encode_items(items), b"") if self._times is None else encode_stamped(items)
+        payload, lines = (encode_items(items), None) if self._times is None else encode_lines(items)
         if payload:
             with self.locked(write=True, create=True) as fd:
-                self._append(fd, payload, self._handle.size, records)
+                self._append(fd, payload, self._handle.size, lines)
 
     def pop_item_sync(self) -> Any:
         """Blocking twin of :meth:`pop_item`."""
@@ -412,19 +415,19 @@ class JSONLSession(SessionFeatures, TimestampMethods):
     # The first durable change through each opened file also makes its name durable
     # (``FileHandle.sync_folder_once``): async callers run these in a worker thread.
 
-    def _append(self, fd: int, payload: bytes, size: int, records: bytes) -> None:
+    def _append(self, fd: int, payload: bytes, size: int, lines: list[bytes] | None) -> None:
         self._handle.sync_folder_once()
         storage.append(fd, self.path, payload, durable=self.durable, size=size)
         if self._times is not None:
-            self._times.append_records(records, size, size + len(payload))
+            self._times.stamp(payload, lines, size)
 
     def _pop(self, fd: int) -> Any:
         if fd == MISSING:
             return None
         self._handle.sync_folder_once()
-        item = storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
+        item, size = storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
         if item is not None and self._times is not None:
-            self._times.forget_newest([item])
+            self._times.forget_newest([item], size, fd)
         return item
 
     def _clear(self, fd: int) -> None:

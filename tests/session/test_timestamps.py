@@ -36,6 +36,11 @@ def times_of(session: JSONLSession) -> list[int | None]:
     ]
 
 
+def known(ms: int | None) -> int:
+    assert ms is not None
+    return ms
+
+
 def sidecar(session: JSONLSession) -> Path:
     return session.path.with_name(session.path.name + ".times")
 
@@ -67,12 +72,18 @@ def test_each_added_item_gets_its_time_and_the_item_lines_are_untouched(tmp_path
     )
     times = times_of(session)
     assert len(times) == 3 and all(t is not None and before <= t <= after for t in times)
-    assert len(sidecar(session).read_bytes()) == 3 * item_times.RECORD_BYTES  # was documented as 24
-    records = sidecar(session).read_bytes().splitlines()
-    assert len(records) == 3
-    for line, record in zip(session.path.read_bytes().splitlines(), records):
-        ms, crc = record.split(b" ")
-        assert len(ms) == 13 and int(crc, 16) == zlib.crc32(line)
+    lines = session.path.read_bytes().splitlines()
+    # one record per call: a batch record (its last line's CRC, its first's, how many), an item record
+    batch, single = sidecar(session).read_bytes().splitlines()
+    ms, last, first, count = batch.split(b" ")
+    assert len(ms) == 13 and (int(last, 16), int(first, 16), count) == (
+        zlib.crc32(lines[1]),
+        zlib.crc32(lines[0]),
+        b"2",
+    )
+    ms, crc = single.split(b" ")
+    assert len(ms) == 13 and int(crc, 16) == zlib.crc32(lines[2])
+    assert len(single) + 1 == item_times.RECORD_BYTES  # was documented as 24
     [(item, when)] = session.get_items_with_times_sync(limit=1)
     assert item == message(3) and isinstance(when, datetime) and when.tzinfo == timezone.utc
 
@@ -96,32 +107,58 @@ def test_async_add_items_records_times_durable_and_not(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("durable", [True, False])
-def test_every_line_of_a_batch_gets_its_own_record_whatever_the_path(tmp_path: Path, durable: bool) -> None:
-    """The records are made from the lines before they are joined: each must still match its line,
-    for a list, a generator, an empty call, and a batch big enough to be written by a thread."""
+def test_every_call_gets_one_record_that_spans_its_lines_whatever_the_path(
+    tmp_path: Path, durable: bool
+) -> None:
+    """Each ``add_items`` call writes one record fitting its lines, for a list, a generator, an
+    empty call, a one-item call, and a batch big enough to be written by a thread; each line gets
+    its call's time."""
 
-    async def main() -> None:
-        session = JSONLSession("s", tmp_path, durable=durable, timestamps=True)
-        await session.add_items([message(n) for n in range(5)])
-        await session.add_items(message(n) for n in range(5, 8))
-        await session.add_items([])
-        await session.add_items([{"role": "tool", "content": "x" * 200_000}, message(8)])
-        session.add_items_sync(message(n) for n in range(9, 12))
+    async def main() -> list[tuple[int, int]]:
+        session = JSONLSession("s", tmp_path, durable=durable)
+        spans = []
+        for call in (
+            [message(n) for n in range(5)],
+            (message(n) for n in range(5, 8)),
+            [],
+            [{"role": "tool", "content": "x" * 200_000}, message(8)],
+            [message(9)],
+        ):
+            before = now_ms()
+            await session.add_items(call)
+            spans.append((before, now_ms()))
+        session.add_items_sync(message(n) for n in range(10, 13))
+        return spans
 
-    asyncio.run(main())
-    lines = JSONLSession("s", tmp_path).path.read_bytes().splitlines()
-    records = [
-        record.split(b" ") for record in sidecar(JSONLSession("s", tmp_path)).read_bytes().splitlines()
-    ]
-    assert len(lines) == len(records) == 13
-    assert [int(crc, 16) for _, crc in records] == [zlib.crc32(line) for line in lines]
+    spans = asyncio.run(main())
+    session = JSONLSession("s", tmp_path)
+    lines = session.path.read_bytes().splitlines()
+    records = [record.split(b" ") for record in sidecar(session).read_bytes().splitlines()]
+    calls = [(0, 5), (5, 8), (8, 10), (10, 11), (11, 14)]
+    assert len(lines) == 14 and len(records) == len(calls)
+    for (start, end), record in zip(calls, records):
+        if end - start == 1:
+            assert record[1:] == [b"%08x" % zlib.crc32(lines[start])]
+        else:
+            assert record[1:] == [
+                b"%08x" % zlib.crc32(lines[end - 1]),
+                b"%08x" % zlib.crc32(lines[start]),
+                b"%d" % (end - start),
+            ]
+    times = times_of(session)
+    assert None not in times
+    for (start, end), (before, after) in zip(calls, [*spans[:2], *spans[3:]]):
+        assert len(set(times[start:end])) == 1 and before <= known(times[start]) <= after
 
 
 def test_pop_then_add_keeps_earlier_times_and_stamps_the_new_item(tmp_path: Path) -> None:
     session = JSONLSession("s", tmp_path)
     first, second = stamped(session, [message(1), message(2)])
     assert session.pop_item_sync() == message(2)
-    assert len(sidecar(session).read_bytes().splitlines()) == 1  # the popped item's record went with it
+    # the popped item's record went with it (blanked in place: the next append writes over it)
+    assert [r[2] for r in item_times.parse_records(sidecar(session).read_bytes())] == [
+        zlib.crc32(orjson.dumps(message(1)))
+    ]
     [third] = stamped(session, [message(2)])  # the same item again: its new time, not the popped one's
     assert times_of(session) == [first, third] and third > second
 
@@ -228,12 +265,21 @@ def test_a_fork_keeps_the_times_of_the_prefix(tmp_path: Path) -> None:
     assert times_of(fork) == [*times[:2], later]
 
 
-def test_timestamps_are_on_by_default_for_durable_sessions_only(tmp_path: Path) -> None:
+def test_timestamps_are_on_by_default_for_every_session(tmp_path: Path) -> None:
+    """Durable or not (issue 39: a ``durable=False`` add pays a few per cent for its record)."""
     assert JSONLSession("a", tmp_path).timestamps is True
-    assert JSONLSession("b", tmp_path, durable=False).timestamps is False
+    assert JSONLSession("b", tmp_path, durable=False).timestamps is True
+    before = now_ms()
     JSONLSession("b", tmp_path, durable=False).add_items_sync([message(1)])
-    assert not (tmp_path / "b.jsonl.times").exists()
-    assert JSONLSession("c", tmp_path, durable=False, timestamps=True).timestamps is True
+
+    async def add_async() -> None:
+        await JSONLSession("b", tmp_path, durable=False).add_items([message(2), message(3)])
+
+    asyncio.run(add_async())
+    after = now_ms()
+    times = times_of(JSONLSession("b", tmp_path, durable=False))
+    assert len(times) == 3 and all(t is not None and before <= t <= after for t in times)
+    assert JSONLSession("c", tmp_path, durable=False, timestamps=False).timestamps is False
 
 
 def test_timestamps_false_writes_no_sidecar(tmp_path: Path) -> None:
@@ -338,3 +384,146 @@ def test_a_whole_sidecar_is_searched_a_piece_at_a_time_past_non_records(tmp_path
     found = item_times.matching_records(str(sidecar(session)), crcs)
     assert found == [(ms, crc) for ms, crc in zip(times, crcs)]
     assert times_of(session) == times
+
+
+# -- the batch record (issue 39) and the records of older versions -----------------------------
+
+T = 1764790799999
+OLD_FORMAT = Path(__file__).parent / "data" / "old_format.jsonl.times"
+
+
+def test_a_sidecar_written_one_record_per_item_by_older_versions_is_still_read(tmp_path: Path) -> None:
+    """A committed sidecar in the format before batch records (one 23-byte record per item, a
+    three-item call among them), then new records appended to it: old and new both match."""
+    items = [message(1), message(2, "assistant"), message(3), message(4, "assistant")]
+    (tmp_path / "s.jsonl").write_bytes(b"".join(orjson.dumps(item) + b"\n" for item in items))
+    old = OLD_FORMAT.read_bytes()
+    assert all(len(line) == 22 for line in old.splitlines())  # the old record: 13 digits, 8 hex
+    (tmp_path / "s.jsonl.times").write_bytes(old)
+    session = JSONLSession("s", tmp_path)
+    assert times_of(session) == [1764790710123, 1764790711480, 1764790711480, 1764790711480]
+    before = now_ms()
+    session.add_items_sync([message(5), message(6, "assistant")])  # a new batch record after them
+    session.add_items_sync([message(7)])
+    after = now_ms()
+    times = times_of(session)
+    assert times[:4] == [1764790710123, 1764790711480, 1764790711480, 1764790711480]
+    assert all(before <= t <= after for t in times[4:] if t is not None) and None not in times
+    assert len(sidecar(session).read_bytes().splitlines()) == 4 + 2
+    # a rewrite keeps every time, old or new, and writes one item record per line
+    with session.rewrite() as draft:
+        draft.items = draft.items[1:]
+    assert times_of(session) == times[1:]
+    assert all(len(line) == 22 for line in sidecar(session).read_bytes().splitlines())
+
+
+def test_popping_and_rewinding_into_a_batch_keep_the_times_of_its_older_lines(tmp_path: Path) -> None:
+    session = JSONLSession("s", tmp_path)
+    [first] = stamped(session, [message(0)])
+    session.add_items_sync([message(1), message(2, "assistant"), message(3), message(4, "assistant")])
+    batch = known(times_of(session)[-1])
+    assert session.pop_item_sync() == message(4, "assistant")
+    assert times_of(session) == [first, batch, batch, batch]
+    assert len(sidecar(session).read_bytes().splitlines()) == 2  # the batch's record, for its 3 lines now
+
+    async def pop() -> Any:
+        return await JSONLSession("s", tmp_path, durable=False).pop_item()
+
+    assert asyncio.run(pop()) == message(3)
+    assert times_of(session) == [first, batch, batch]
+    assert session.pop_item_sync() == message(2, "assistant")  # one line left: an item record
+    assert sidecar(session).read_bytes().splitlines()[-1].count(b" ") == 1
+    assert times_of(session) == [first, batch]
+    [later] = stamped(session, [message(2, "assistant")])
+    session.add_items_sync([message(3), message(4, "assistant")])
+    newest = known(times_of(session)[-1])
+    assert session.rewind_sync(1) == [message(3), message(4, "assistant")]  # a whole batch, then into it
+    assert times_of(session) == [first, batch, later]
+    assert session.rewind_sync(1) == [message(1), message(2, "assistant")]
+    assert times_of(session) == [first]
+    assert newest >= later and len(sidecar(session).read_bytes().splitlines()) == 1
+
+
+def test_a_hand_edit_inside_a_batch_never_moves_its_time_to_other_lines(tmp_path: Path) -> None:
+    """Lines deleted from the middle of a batch: its first and last lines keep its time, the others
+    (which no longer span its count) show none, and the line before the batch keeps its own."""
+    session = JSONLSession("s", tmp_path)
+    [first] = stamped(session, [message(0)])
+    time.sleep(0.003)
+    session.add_items_sync([message(n) for n in range(1, 6)])
+    batch = known(times_of(session)[-1])
+    assert batch > first
+    lines = session.path.read_bytes().splitlines(keepends=True)
+    session.path.write_bytes(b"".join([lines[0], lines[1], lines[2], lines[4], lines[5]]))  # line 3 deleted
+    assert times_of(session) == [first, batch, None, None, batch]
+    # CRLF endings from an editor keep a batch whole
+    session.path.write_bytes(b"".join(lines).replace(b"\n", b"\r\n"))
+    assert times_of(session) == [first, *[batch] * 5]
+
+
+def test_a_window_of_the_newest_items_inside_a_big_batch_has_their_times(tmp_path: Path) -> None:
+    session = JSONLSession("s", tmp_path, durable=False)
+    [first] = stamped(session, [message(0)])
+    session.add_items_sync([message(n) for n in range(1, 301)])
+    batch = known(times_of(session)[-1])
+    timed = session.get_items_with_times_sync(limit=3)
+    assert [round(when.timestamp() * 1000) for _, when in timed if when is not None] == [batch] * 3
+    assert times_of(session)[:2] == [first, batch]
+    assert item_times.newest_item_time(session.path) == batch / 1000
+
+
+@pytest.mark.parametrize(
+    ("cut", "expected"), [(22, [None, None, T]), (30, [None] * 3), (32, [None] * 3), (33, [T] * 3)]
+)
+def test_a_torn_batch_record_gives_no_line_a_wrong_time(
+    tmp_path: Path, cut: int, expected: list[int | None]
+) -> None:
+    """A writer killed in the middle of a batch record: what is left fails to parse or, cut right
+    after the last line's fingerprint, is that line's item record, with its right time (cut just
+    before its newline, it is whole)."""
+    session = JSONLSession("s", tmp_path)
+    [first] = stamped(session, [message(0)])
+    session.close()
+    lines = [orjson.dumps(message(n)) for n in range(1, 4)]
+    record = item_times.stamp(b"", lines, T)
+    with session.path.open("ab") as items:
+        items.write(b"".join(line + b"\n" for line in lines))
+    with sidecar(session).open("ab") as times:
+        times.write(record[:cut])
+    [last] = stamped(session, [message(4)])  # its writer ends the torn record first
+    assert times_of(session) == [first, *expected, last]
+
+
+def test_a_hostile_sidecar_of_huge_batches_over_the_same_lines_costs_no_more(tmp_path: Path) -> None:
+    """Batch records claiming a billion lines each, thousands of them, over one line repeated:
+    the reader expands no more records than it would keep of a real sidecar."""
+    line = orjson.dumps(message(1))
+    (tmp_path / "s.jsonl").write_bytes((line + b"\n") * 2000)
+    crc = zlib.crc32(line)
+    hostile = b"%013d %08x %08x %d\n" % (1764790710123, crc, crc, 10**9)
+    (tmp_path / "s.jsonl.times").write_bytes(hostile * 20_000)
+    assert times_of(JSONLSession("s", tmp_path)) == [1764790710123] * 2000
+    whole = item_times.align(
+        [crc] * 2000, item_times.matching_records(str(tmp_path / "s.jsonl.times"), [crc])
+    )
+    assert whole == [1764790710123] * 2000
+
+
+def test_a_pop_blanks_its_record_and_the_next_append_writes_over_it(tmp_path: Path) -> None:
+    session = JSONLSession("s", tmp_path)
+    first, second = stamped(session, [message(1), message(1)])  # two identical lines
+    assert session.pop_item_sync() == message(1)
+    data = sidecar(session).read_bytes()
+    assert len(data) == 2 * item_times.RECORD_BYTES and data.splitlines()[-1].strip() == b""  # blanked
+    assert times_of(session) == [first]  # the identical line left keeps its own time, not the popped one's
+    [third] = stamped(session, [message(3)])
+    assert len(sidecar(session).read_bytes()) == 2 * item_times.RECORD_BYTES  # written over the blank
+    assert times_of(session) == [first, third] and third > second
+    # a pop, then another writer's append: the blank stays between, a line that is no record
+    session.pop_item_sync()
+    [later] = stamped(JSONLSession("s", tmp_path), [message(4)])
+    assert times_of(session) == [first, later]
+    assert len(item_times.parse_records(sidecar(session).read_bytes())) == 2
+    # and this object, whose sidecar end is stale now, appends after it
+    [last] = stamped(session, [message(5)])
+    assert times_of(session) == [first, later, last]
