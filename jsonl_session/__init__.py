@@ -49,8 +49,8 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editor
     from .history.turn_growth import read_growth
     from .history.turns import Turn
     from .session.folder import SessionDirectory
+    from .session.listing import SessionInfo
     from .session.routing import Route
-    from .session.session_info import SessionInfo
     from .session.settings import SessionSettings
     from .session.store import Draft, JSONLSession
     from .tools.check import check_file
@@ -84,7 +84,7 @@ _LAZY = {
     "Route": "session.routing",
     "SecretFinding": "tools.secrets",
     "SessionDirectory": "session.folder",
-    "SessionInfo": "session.session_info",
+    "SessionInfo": "session.listing",
     "SessionMetadata": "history.metadata",
     "SessionSettings": "session.settings",
     "Turn": "history.turns",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # `ls` imports this module for its marks: turns and usage wai
 
     from ..history.turn_growth import Growth as TurnsGrowth
     from ..history.turn_growth import TurnGrowth
-    from ..session.session_info import SessionInfo
+    from ..session.listing import SessionInfo
 
 TREE_TEXT = 50
 
@@ -161,7 +161,7 @@ def _outgrown(session_id: str, growth: TurnsGrowth, window: int | None) -> bool:
 
 def mark(info: SessionInfo) -> str:
     """What ``ls`` says after a session's row: a merge to finish, a paused run, a fork's origin."""
-    from ..session.session_info import held_note
+    from ..session.listing import held_note
 
     notes = []
     if info.needs_merge:  # git left conflict markers in it: not counted as items, `check` lists them

@@ -14,7 +14,7 @@ import time
 from .. import MalformedLineError
 from ..render.sizes import human_size
 from ..render.terminal_text import printable
-from ..session.session_info import held_note, utc_seconds
+from ..session.listing import held_note, utc_seconds
 from .lookup import directory, existing, open_session
 from .output import (
     Failure,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from ..session.session_info import SessionInfo
+    from ..session.listing import SessionInfo
     from ..session.store import JSONLSession
 
 TITLE_WIDTH = 40

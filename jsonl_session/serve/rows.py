@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ..session.session_info import SessionInfo, held_note
+from ..session.listing import SessionInfo, held_note
 
 
 def index_row(info: SessionInfo) -> dict[str, object]:

@@ -6,8 +6,8 @@ paused runs to it, ``metadata_methods`` the title, tags and owner, ``timestamps`
 item was added, and ``routing`` one object serving many users; ``compaction`` holds the hooks
 the SDK's compaction wrapper looks for; ``settings`` is the SDK's ``SessionSettings`` when the
 SDK is loaded; ``folder`` lists, opens, deletes and forks the sessions of a directory
-(``session_info``: one session as a listing reports it; ``listing_cache``: what a listing
-keeps between calls); ``parsing`` turns JSON Lines a person wrote into items (``jsonl-session
+(``listing``: what a listing reports of each session, ``SessionInfo``; ``listing_cache``:
+what a listing keeps between calls); ``parsing`` turns JSON Lines a person wrote into items (``jsonl-session
 add -``, ``edit``).
 
 Example:

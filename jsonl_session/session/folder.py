@@ -19,8 +19,8 @@ from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundEr
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
 from ..core.names import DEFAULT_DIRECTORY, LINEAGE, META, RUN, TIMES, filename_for, id_for
 from ..core.transaction import Transaction
+from .listing import SessionInfo, in_datetime_range, utc_microseconds
 from .listing_cache import ListingCache
-from .session_info import SessionInfo, in_datetime_range, utc_microseconds
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonl_session import JSONLSession, SessionDirectory, SessionFileError, SessionInfo, UnsafePathError
-from jsonl_session.session.session_info import utc_seconds
+from jsonl_session.session.listing import utc_seconds
 
 
 def test_list_reports_counts_sizes_and_newest_first(sessions_dir: Path) -> None:

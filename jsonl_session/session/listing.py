@@ -1,7 +1,8 @@
-"""``SessionInfo``: one session as a folder listing reports it (``SessionDirectory.list``, ``ls``).
+"""The listing: what ``SessionDirectory.list`` and ``ls`` report of each session (``SessionInfo``),
+and how a listing shows times and held items.
 
-Kept apart from ``folder`` (the listing itself), and as cheap to import: ``jsonl-session ls``
-imports this and nothing it does not need (``tests/project/test_startup.py``).
+Kept apart from ``folder`` (which makes the listing), and as cheap to import: ``jsonl-session
+ls`` imports this and nothing it does not need (``tests/project/test_startup.py``).
 """
 
 from __future__ import annotations
