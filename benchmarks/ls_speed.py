@@ -102,8 +102,8 @@ def measure(big: Path, small: Path, runs: int) -> dict[str, float]:
         commands[f"{LS}, {CASES[case]}"] = ([cli, "ls", "--dir", str(big)], env)
     times: dict[str, list[float]] = {name: [] for name in commands}
     for repetition in range(runs + 1):
-        for name, (command, env) in commands.items():
-            elapsed = timed(command, env)
+        for name, (command, command_env) in commands.items():
+            elapsed = timed(command, command_env)
             if repetition:  # the first run warms the page cache (and fills the listing cache)
                 times[name].append(elapsed)
     return {name: statistics.median(values) for name, values in times.items()}
