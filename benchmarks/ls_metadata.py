@@ -2,9 +2,9 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/ls_metadata.py                      # prints the table
-    .venv/bin/python benchmarks/ls_metadata.py --update-results     # also writes results/ls_metadata.json
-    .venv/bin/python benchmarks/ls_metadata.py --quick              # 100 sessions, 3 repetitions
+    .venv/bin/python benchmarks/ls_metadata.py                   # the table, into benchmarks/output/
+    .venv/bin/python benchmarks/ls_metadata.py --update-results  # into benchmarks/results/ls_metadata.json
+    .venv/bin/python benchmarks/ls_metadata.py --quick           # 100 sessions, 3 repetitions
 
 Two folders hold the same 1,000 sessions (20 items each). In the second, every session has a
 usage log, one in ten is a fork (``.lineage``) and one in twenty has a paused run (``.run``):
@@ -15,10 +15,8 @@ folders are listed alternately, so noise on the shared machine hits both; median
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -26,6 +24,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+import outputs  # benchmarks/outputs.py (this script's folder is on sys.path)
 
 from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.core.sidecar_files import LINEAGE, RUN, USAGE, sidecar, stable_json, write_json
@@ -62,31 +62,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="100 sessions, 3 repetitions (smoke test)")
-    parser.add_argument(
-        "--update-results", action="store_true", help="write benchmarks/results/ls_metadata.json"
-    )
-    parser.add_argument("--out", type=Path, help="write the results to this file instead")
+    outputs.add_options(parser, quick="100 sessions, 3 repetitions (smoke test)")
     args = parser.parse_args(argv)
+    if args.quick and args.update_results:
+        parser.error("a --quick run is a smoke test, not a result: it does not update the committed results")
     sessions, repetitions = (100, 3) if args.quick else (1000, 15)
     scratch = Path(tempfile.mkdtemp(prefix="ls-metadata-"))
     try:
         plain, rich = scratch / "plain", scratch / "with-metadata"
         build(plain, sessions, metadata=False)
         build(rich, sessions, metadata=True)
-        timings: dict[str, list[float]] = {"plain": [], "with-metadata": []}
-        for repetition in range(repetitions):
-            order = [("plain", plain), ("with-metadata", rich)]
-            for name, folder in order if repetition % 2 == 0 else order[::-1]:
-                start = time.perf_counter()
-                infos = SessionDirectory(folder).list()
-                timings[name].append(time.perf_counter() - start)
-                assert len(infos) == sessions
+
+        def listing(folder: Path) -> float:
+            start = time.perf_counter()
+            infos = SessionDirectory(folder).list()
+            elapsed = time.perf_counter() - start
+            assert len(infos) == sessions
+            return elapsed
+
+        timings = outputs.interleaved(
+            {"plain": lambda: listing(plain), "with-metadata": lambda: listing(rich)},
+            repetitions,
+            rotate=True,
+        )
         paused = sum(info.paused for info in SessionDirectory(rich).list())
         forks = sum(info.forked_from is not None for info in SessionDirectory(rich).list())
     finally:
         shutil.rmtree(scratch)
-    medians = {name: statistics.median(values) * 1000 for name, values in timings.items()}
+    medians = {name: value * 1000 for name, value in outputs.medians(timings).items()}
     ratio = medians["with-metadata"] / medians["plain"]
     print(f"SessionDirectory.list() on {sessions} sessions ({repetitions} repetitions, median ms)")
     print(f"  plain folder                     {medians['plain']:8.1f}")
@@ -101,12 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
     }
-    out = args.out or (
-        HERE / "results" / "ls_metadata.json" if args.update_results and not args.quick else None
-    )
-    if out is not None:
-        out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-        print(f"wrote {out}")
+    print(f"written to {outputs.write_json(args, 'ls_metadata.json', result, sort_keys=True)}")
     return 0
 
 

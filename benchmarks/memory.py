@@ -7,15 +7,14 @@ peak of a process that only imports the package. Issue 15 asked for each to stay
 a whole ``show --html`` (a 100,000-item session peaked at 259 MB: the page was built whole).
 
 Run:
-    python benchmarks/memory.py --quick            # 30 MB, prints the table, writes nothing
+    python benchmarks/memory.py --quick            # 30 MB, one run each: a check, not a result
     python benchmarks/memory.py --update-results   # 300 MB, writes benchmarks/results/memory.json
-    python benchmarks/memory.py --out FILE         # any size, results to FILE
+    python benchmarks/memory.py --out DIR          # memory.json into DIR (default benchmarks/output/)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -27,10 +26,10 @@ from typing import Any
 import orjson
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "memory.json"
 sys.path.insert(0, str(HERE))
 
 import items as item_source  # benchmarks/items.py
+import outputs  # benchmarks/outputs.py
 
 OPERATIONS = {
     "baseline (imports only)": "pass",
@@ -94,21 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="30 MB and one run each (a check, not a result)")
+    outputs.add_options(parser, quick="30 MB and one run each (a check, not a result)")
     parser.add_argument("--size-mb", type=int, default=300, help="session size (default 300)")
-    parser.add_argument(
-        "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
-    )
-    parser.add_argument("--out", type=Path, help="write the results here instead")
     args = parser.parse_args(argv)
     size_mb, runs = (30, 1) if args.quick else (args.size_mb, 3)
     results = measure(size_mb * 1_000_000, runs)
     for name, result in results["operations"].items():
         print(f"{name:<28} peak RSS {result['peak_rss_mb']:>7.1f} MB  ({results['file_mb']} MB session)")
-    target = args.out or (RESULTS if args.update_results else None)
-    if target is not None:
-        target.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"wrote {target}", file=sys.stderr)
+    print(f"written to {outputs.write_json(args, 'memory.json', results)}")
     return 0
 
 

@@ -5,8 +5,8 @@ Usage (from the repository root)::
     python benchmarks/mirror_lag.py --update-results   # the committed figures (~2 min)
     python benchmarks/mirror_lag.py --quick            # a quick check, prints only (~30 s)
 
-prints the figures; ``--update-results`` also writes ``benchmarks/results/mirror_lag.json``
-(``--out FILE`` writes elsewhere).
+prints the figures and writes ``mirror_lag.json`` into ``benchmarks/output/`` (or ``--out DIR``;
+``--update-results`` rewrites ``benchmarks/results/mirror_lag.json``).
 
 What is measured, for PostgreSQL and for Redis (throw-away servers started by
 ``benchmarks/transfer.py``'s helpers, persistence off):
@@ -31,13 +31,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import os
 import platform
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,9 +50,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(1, str(HERE))
 
+import outputs  # benchmarks/outputs.py
 from transfer import postgres_server, redis_server  # benchmarks/transfer.py: throw-away servers
 
-RESULTS = HERE / "results" / "mirror_lag.json"
 TARGETS = {"p50_ms": 20.0, "p99_ms": 100.0}
 WARM_UP = 2.0
 SAMPLE_EVERY = 4
@@ -198,23 +196,7 @@ def measure_one(url: str, conversations: int, rate: float, seconds: float) -> di
     measured = [lag for when, lag in lags if when >= WARM_UP]
     if not measured:
         raise SystemExit("no samples")
-    return _summary(measured)
-
-
-def _summary(latencies: list[float]) -> dict[str, Any]:
-    ordered = sorted(latencies)
-
-    def percentile(fraction: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 2)
-
-    return {
-        "samples": len(ordered),
-        "p50_ms": round(statistics.median(ordered), 2),
-        "p90_ms": percentile(0.90),
-        "p99_ms": percentile(0.99),
-        "max_ms": round(ordered[-1], 2),
-        "min_ms": round(ordered[0], 2),
-    }
+    return outputs.latency_summary(measured)
 
 
 def measure(conversations: int, rate: float, seconds: float) -> dict[str, Any]:
@@ -271,19 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=20)
     parser.add_argument("--rate", type=float, default=5.0, help="turns per second per conversation")
     parser.add_argument("--seconds", type=float, default=30.0, help="how long the writer writes")
-    parser.add_argument("--quick", action="store_true", help="8 s of writing per backend")
-    parser.add_argument(
-        "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
-    )
-    parser.add_argument("--out", type=Path, help="write the results to this JSON file instead")
+    outputs.add_options(parser, quick="8 s of writing per backend")
     args = parser.parse_args(argv)
     result = measure(args.conversations, args.rate, 8.0 if args.quick else args.seconds)
     print(report(result))
-    out = args.out or (RESULTS if args.update_results else None)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"written to {out}")
+    print(f"written to {outputs.write_json(args, 'mirror_lag.json', result)}")
     return 0
 
 

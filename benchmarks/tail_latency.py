@@ -5,8 +5,8 @@ Usage (from the repository root)::
     python benchmarks/tail_latency.py --update-results   # the committed figures (~1 min)
     python benchmarks/tail_latency.py --quick            # a quick check, prints only (~20 s)
 
-prints the figures; ``--update-results`` also writes ``benchmarks/results/tail_latency.json``
-(``--out FILE`` writes elsewhere). Without either, nothing is written.
+prints the figures and writes ``tail_latency.json`` where ``outputs.py`` says (``benchmarks/output/``
+unless ``--out DIR`` or ``--update-results``, which rewrites ``benchmarks/results/tail_latency.json``).
 
 What is measured:
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import os
 import platform
@@ -50,10 +49,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import outputs  # benchmarks/outputs.py (this script's folder is on sys.path)
+
 from jsonl_session import JSONLSession
 from jsonl_session import watch as watch_module
 
-RESULTS = HERE / "results" / "tail_latency.json"
 SCRATCH = HERE / "output"
 TARGETS = {"p50_ms": 5.0, "p99_ms": 20.0, "cpu_percent_idle": 1.0}
 MODES = ("sync", "async", "folder")
@@ -165,8 +165,8 @@ def _measure_mode(
         writers[0].add_items_sync([{"seq": END}])
         watcher.join(30)
         return {
-            "active": _summary(active),
-            "after_idle": _summary(cold),
+            "active": outputs.latency_summary(active),
+            "after_idle": outputs.latency_summary(cold),
             "cpu_percent_idle": round(idle_cpu, 3),
             "cpu_percent_active_second": round(active_cpu, 3),
         }
@@ -251,22 +251,6 @@ def _expect(conn: Connection, kind: str, timeout: float = 30) -> tuple[Any, ...]
     return tuple(message[1:])
 
 
-def _summary(latencies: list[float]) -> dict[str, Any]:
-    ordered = sorted(latencies)
-
-    def percentile(fraction: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 2)
-
-    return {
-        "samples": len(ordered),
-        "p50_ms": round(statistics.median(ordered), 2),
-        "p90_ms": percentile(0.90),
-        "p99_ms": percentile(0.99),
-        "max_ms": round(ordered[-1], 2),
-        "min_ms": round(ordered[0], 2),
-    }
-
-
 def _watchfiles_version() -> str:
     from importlib.metadata import version
 
@@ -313,11 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--folder-sessions", type=int, default=1000, help="sessions in the folder (default 1000)"
     )
-    parser.add_argument("--quick", action="store_true", help="60 active and 3 cold samples per form")
-    parser.add_argument(
-        "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
-    )
-    parser.add_argument("--out", type=Path, help="write the results to this JSON file instead")
+    outputs.add_options(parser, quick="60 active and 3 cold samples per form")
     args = parser.parse_args(argv)
     samples, cold = (60, 3) if args.quick else (args.samples, args.cold_samples)
     result = measure(
@@ -328,11 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         folder_sessions=args.folder_sessions,
     )
     print(report(result))
-    out = args.out or (RESULTS if args.update_results else None)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"written to {out}")
+    print(f"written to {outputs.write_json(args, 'tail_latency.json', result)}")
     return 0
 
 
