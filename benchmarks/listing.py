@@ -21,11 +21,9 @@ writes ``listing.json`` to ``benchmarks/output/``, or to ``benchmarks/results/``
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import os
 import platform
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -101,12 +99,6 @@ def drop_page_cache() -> bool:
     return True
 
 
-def timed(command: list[str], env: dict[str, str], shell: bool = False) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, check=True, env=env, shell=shell)
-    return time.perf_counter() - start
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Time listing 100,000 sessions: first page, whole listing warm and cold, against ls -l.",
@@ -129,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         made = time.perf_counter() - started
         # Files changed in the last two seconds are never cached (listing_cache.RACY_NS).
         time.sleep(max(0.0, listing_cache.RACY_NS / 1e9 + 0.2 - (time.perf_counter() - started - made)))
-        cold = timed([cli, "ls", "--dir", str(folder)], env)  # the first listing fills the cache
-        floor_read = timed([sys.executable, "-c", FLOOR, str(folder)], env)
-        floor_locked = timed([sys.executable, "-c", LOCKED_FLOOR, str(folder)], env)
+        cold = outputs.timed([cli, "ls", "--dir", str(folder)], env=env)  # the first listing fills the cache
+        floor_read = outputs.timed([sys.executable, "-c", FLOOR, str(folder)], env=env)
+        floor_locked = outputs.timed([sys.executable, "-c", LOCKED_FLOOR, str(folder)], env=env)
         # The same three from the disk (an empty page cache before each; root only).
         disk: dict[str, float] = {}
         fresh_cache = {**env, "XDG_CACHE_HOME": str(Path(tmp) / "cache-disk")}
@@ -141,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             ("jsonl-session ls, empty listing cache", [cli, "ls", "--dir", str(folder)]),
         ):
             if drop_page_cache():
-                disk[name] = timed(command, fresh_cache)
+                disk[name] = outputs.timed(command, env=fresh_cache)
         commands: dict[str, tuple[list[str], bool]] = {
             "python -c pass": ([sys.executable, "-c", "pass"], False),
             "ls -l": ([f"ls -l {folder}"], True),
@@ -150,11 +142,11 @@ def main(argv: list[str] | None = None) -> int:
             "jsonl-session ls --limit 20": ([cli, "ls", "--limit", "20", "--dir", str(folder)], False),
             "jsonl-session ls": ([cli, "ls", "--dir", str(folder)], False),
         }
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        for _ in range(runs):
-            for name, (command, shell) in commands.items():
-                times[name].append(timed(command, env, shell))
-    medians = {name: statistics.median(values) for name, values in times.items()}
+        tasks = {
+            name: functools.partial(outputs.timed, command, env=env, shell=shell)
+            for name, (command, shell) in commands.items()
+        }
+        medians = outputs.medians(outputs.interleaved(tasks, runs))
     ls_l = medians["ls -l"]
     page = medians["jsonl-session ls --limit 20"]
     result = {
@@ -184,8 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             "quick": args.quick,
         },
     }
-    written = outputs.results_dir(args) / "listing.json"
-    written.write_text(json.dumps(result, indent=2) + "\n")
+    written = outputs.write_json(args, "listing.json", result)
     print(f"{sessions:,} sessions (made in {made:.1f} s), median of {runs} runs:")
     for name, value in medians.items():
         print(f"  {name:40} {value * 1000:9.1f} ms")

@@ -17,16 +17,15 @@ kernel's peak) at the end.
   655 MB, and 535 MB after; ``tests/serve/test_serve_memory.py`` asserts the same.)
 
 Run:
-    python benchmarks/serve_memory.py            # prints the table
-    python benchmarks/serve_memory.py --quick    # 30 rewrites, 10 MB: checks that it runs
-    python benchmarks/serve_memory.py --out FILE # and writes the results as JSON
+    python benchmarks/serve_memory.py                   # the table; serve_memory.json in benchmarks/output/
+    python benchmarks/serve_memory.py --quick           # 30 rewrites, 10 MB: checks that it runs
+    python benchmarks/serve_memory.py --update-results  # into benchmarks/results/serve_memory.json
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import os
 import platform
 import socket
@@ -46,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import outputs  # benchmarks/outputs.py
 from items import sample
 
 from jsonl_session import JSONLSession
@@ -203,8 +203,7 @@ def stalled_readers(folder: Path, total: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="30 rewrites, 10 MB folders")
-    parser.add_argument("--out", type=Path, help="write the results to this JSON file")
+    outputs.add_options(parser, quick="30 rewrites, 10 MB folders")
     args = parser.parse_args(argv)
     rewrites, total = (30, 10_000_000) if args.quick else (300, 40_000_000)
     scenarios: dict[str, Callable[[Path], dict[str, float]]] = {
@@ -230,14 +229,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'':<38} bare {result['bare_mb']} MB, with the readers {result['during_mb']} MB,"
                 f" after they closed {result['after_mb']} MB (target < {result['bare_mb'] + 20:.0f} MB)"
             )
-    if args.out is not None:
-        results["when"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        results["machine"] = (
-            f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-        )
-        results["quick"] = args.quick
-        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        print(f"written to {args.out}")
+    results["when"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    results["quick"] = args.quick
+    print(f"written to {outputs.write_json(args, 'serve_memory.json', results)}")
     return 0
 
 
