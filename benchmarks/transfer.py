@@ -2,9 +2,9 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/transfer.py                   # 1,000 sessions x 100 items, Redis and PostgreSQL
+    python benchmarks/transfer.py                   # 1,000 sessions x 100 items, into benchmarks/output/
     python benchmarks/transfer.py --quick           # 50 x 20: checks that it works (a few seconds)
-    python benchmarks/transfer.py --update-results  # also writes benchmarks/results/transfer.json
+    python benchmarks/transfer.py --update-results  # into benchmarks/results/transfer.json
 
 It starts its own throw-away servers (``redis-server`` and PostgreSQL's ``initdb``/``pg_ctl``
 from ``/usr/lib/postgresql/<version>/bin``, as ``nobody`` when run as root) on free loopback
@@ -41,7 +41,6 @@ import asyncio
 import contextlib
 import glob
 import importlib
-import json
 import os
 import platform
 import shutil
@@ -62,11 +61,10 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(1, str(HERE))
 
 import items as item_source  # benchmarks/items.py
+import outputs  # benchmarks/outputs.py
 
 from jsonl_session import SessionDirectory
 from jsonl_session.transfer.all_sessions import export_all, import_all
-
-RESULTS = HERE / "results" / "transfer.json"
 
 
 def free_port() -> int:
@@ -286,11 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--items", type=int, default=100, help="items per session (default 100)")
     parser.add_argument("--backends", default="redis,postgresql", help="comma-separated (default: both)")
-    parser.add_argument("--quick", action="store_true", help="50 sessions x 20 items: does it work?")
-    parser.add_argument(
-        "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
-    )
-    parser.add_argument("--out", type=Path, help="write the results as JSON here instead")
+    outputs.add_options(parser, quick="50 sessions x 20 items: does it work?")
     parser.add_argument(
         "--rounds", type=int, default=3, help="alternating rounds of import and sdk-copy (default 3)"
     )
@@ -331,11 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(report(result))
-    out = args.out or (RESULTS if args.update_results else None)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"written to {out}")
+    print(f"written to {outputs.write_json(args, 'transfer.json', result)}")
     return 0
 
 
