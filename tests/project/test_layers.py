@@ -2,10 +2,10 @@
 
 ``[tool.importlinter]`` in ``pyproject.toml`` holds the contracts that keep the layers of
 docs/architecture.md (a layer imports only the layers below it; siblings do not import each
-other; the CLI does not lock, read or write session files itself). Each contract has an ``id`` and is one test case
-here, run as ``lint-imports --contract <id>`` would run it, so a broken contract names itself in
-the test report and its import-linter report (which import, on which line) is the failure
-message. A contract added to ``pyproject.toml`` is picked up without editing this file.
+other; the CLI does not lock, read or write session files itself). Each contract has an ``id``
+and is one test case here, run as ``lint-imports --contract <id>`` would run it, so a broken
+contract names itself in the test report and its import-linter report (which import, on which
+line) is the failure message. A contract added to ``pyproject.toml`` is picked up without editing this file.
 """
 
 from __future__ import annotations

@@ -309,7 +309,9 @@ def test_a_missing_recording_is_said_once(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_missing=AGENT_TEST)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
-    report = result.stdout.str().partition("short test summary info")[0]  # the -ra line repeats it, cut or not
+    report = result.stdout.str().partition("short test summary info")[
+        0
+    ]  # the -ra line repeats it, cut or not
     said = report.count("test_weather.jsonl: no recording; run once with --record-agents")
     assert said == 1, result.stdout.str()
     assert "During handling of the above exception" not in result.stdout.str()
