@@ -19,10 +19,8 @@ Each is measured twice: in this (editable) venv, and in a new venv with a regula
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,12 +38,6 @@ TARGET_RATIO = 2.5
 RACY_SECONDS = 2.1  # the listing cache keeps no file changed in the last 2 s (session/listing_cache.py)
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, check=True, env=env)
-    return time.perf_counter() - start
-
-
 def measure(folder: Path, runs: int, python: Path) -> dict[str, float]:
     cli = str(python.with_name("jsonl-session"))
     env = dict(os.environ, XDG_CACHE_HOME=str(folder.parent / "cache"))
@@ -57,12 +49,12 @@ def measure(folder: Path, runs: int, python: Path) -> dict[str, float]:
         "jsonl-session ls, no listing cache": ([cli, "ls", "--dir", str(folder)], cold),
         "jsonl-session show ID -n 1": ([cli, "show", "s0", "-n", "1", "--dir", str(folder)], env),
     }
-    timed(commands["jsonl-session ls"][0], folder, env)  # fills the listing cache
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(runs):
-        for name, (command, command_env) in commands.items():
-            times[name].append(timed(command, folder, command_env))
-    result = {name: statistics.median(values) for name, values in times.items()}
+    outputs.timed(commands["jsonl-session ls"][0], cwd=folder, env=env)  # fills the listing cache
+    tasks = {
+        name: functools.partial(outputs.timed, command, cwd=folder, env=command_env)
+        for name, (command, command_env) in commands.items()
+    }
+    result = outputs.medians(outputs.interleaved(tasks, runs))
     result["ls / python -c pass"] = result["jsonl-session ls"] / result["python -c pass"]
     result["ls without the cache / python -c pass"] = (
         result["jsonl-session ls, no listing cache"] / result["python -c pass"]
@@ -76,9 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Example:\n  python benchmarks/startup.py --quick",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true", help="smoke test: 5 runs")
+    outputs.add_options(parser, quick="smoke test: 5 runs")
     parser.add_argument("--runs", type=int, default=41, help="repetitions per command (median; default 41)")
-    outputs.add_options(parser)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "sessions"
@@ -102,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         "ls within 2.5x python -c pass, regular install": regular["ls / python -c pass"] <= TARGET_RATIO,
         "quick": args.quick,
     }
-    written = outputs.results_dir(args) / "startup.json"
-    written.write_text(json.dumps(result, indent=2) + "\n")
+    written = outputs.write_json(args, "startup.json", result)
     for install, times in (("editable", editable), ("regular", regular)):
         print(f"{install} install:")
         for name, value in times.items():
