@@ -2,8 +2,8 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/viewer.py                    # prints the figures
-    python benchmarks/viewer.py --update-results   # ... and writes benchmarks/results/viewer.json
+    python benchmarks/viewer.py                    # prints the figures, writes benchmarks/output/viewer.json
+    python benchmarks/viewer.py --update-results   # ... into benchmarks/results/viewer.json
     python benchmarks/viewer.py --quick            # small sizes, one repetition: checks that it runs
 
 What is measured (the items are ``benchmarks/items.py``'s realistic 300-600 byte items):
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import os
 import platform
 import shutil
@@ -62,9 +61,9 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import orjson
+import outputs  # benchmarks/outputs.py
 from items import sample
 
-RESULTS = HERE / "results" / "viewer.json"
 TARGETS = {
     "show_html_seconds": 5.0,
     "show_html_peak_mb": 70.0,
@@ -353,12 +352,8 @@ def measure(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="10,000 items for both, one repetition")
+    outputs.add_options(parser, quick="10,000 items for both, one repetition")
     parser.add_argument("--repetitions", type=int, default=5, help="runs of each measurement (default 5)")
-    parser.add_argument(
-        "--update-results", action="store_true", help=f"write {RESULTS.relative_to(HERE.parent)}"
-    )
-    parser.add_argument("--out", type=Path, help="write the results to this JSON file instead")
     parser.add_argument(
         "--baseline", type=Path, help="a checkout of another version: its serve is timed in the same rounds"
     )
@@ -374,11 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name, value in result.items():
         print(f"{name:>22}: {value}")
-    target = args.out or (RESULTS if args.update_results else None)
-    if target is not None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"written to {target}")
+    print(f"written to {outputs.write_json(args, 'viewer.json', result)}")
     return 0
 
 

@@ -1,7 +1,8 @@
 """The benchmark compares like with like: every store returns the same items, and timing leaves no trace.
 
 Running a benchmark never overwrites the committed results in ``benchmarks/results/`` unless
-asked (``--update-results`` or ``--out``).
+asked (``--update-results``), and every benchmark takes the same options from one harness
+(``benchmarks/outputs.py``): ``--quick``, ``--out DIR`` and ``--update-results``.
 
 Speed itself is measured by ``benchmarks/run.py``, never asserted here.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import shutil
 import subprocess
 import sys
@@ -81,7 +83,8 @@ def test_targets_report_a_missing_measurement_as_not_measured() -> None:
     assert targets["get_items(limit=20) at 100,000: JSONL / SQLite file"]["met"] is False
 
 
-SCRIPTS = ["run.py", "tail_latency.py", "grep_vs_jq.py", "startup.py"]
+HELPERS = {"items.py", "installed.py", "outputs.py"}  # imported by the benchmarks, not run
+SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if path.name not in HELPERS)
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -91,12 +94,39 @@ def digests(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_every_benchmark_prints_help_with_the_output_options(script: str) -> None:
+def test_every_benchmark_prints_help_with_the_shared_options(script: str) -> None:
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), "-h"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert "--update-results" in done.stdout and "--out" in done.stdout
+    for option in ("--quick", "--out DIR", "--update-results"):
+        assert option in done.stdout, option
+
+
+def test_rounds_run_every_task_once_each_and_keep_only_the_rounds_after_the_warmup() -> None:
+    ran: list[str] = []
+
+    def task(name: str) -> str:
+        ran.append(name)
+        return f"{name}{len(ran)}"
+
+    tasks = {name: functools.partial(task, name) for name in "abc"}
+    kept = outputs.interleaved(tasks, 2, warmup=1, rotate=True)
+    assert ran == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert kept == {"a": ["a6", "a8"], "b": ["b4", "b9"], "c": ["c5", "c7"]}
+    assert outputs.medians({"x": [3.0, 1.0, 2.0], "y": [1.0, 4.0]}) == {"x": 2.0, "y": 2.5}
+
+
+def test_a_latency_summary_reads_its_percentiles_from_the_sorted_samples() -> None:
+    summary = outputs.latency_summary([float(ms) for ms in range(100, 0, -1)])
+    assert summary == {
+        "samples": 100,
+        "p50_ms": 50.5,
+        "p90_ms": 91.0,
+        "p99_ms": 100.0,
+        "max_ms": 100.0,
+        "min_ms": 1.0,
+    }
 
 
 def test_results_go_to_scratch_unless_asked(tmp_path: Path) -> None:
@@ -105,6 +135,8 @@ def test_results_go_to_scratch_unless_asked(tmp_path: Path) -> None:
     assert outputs.results_dir(parser.parse_args([])) == BENCHMARKS / "output"
     assert outputs.results_dir(parser.parse_args(["--update-results"])) == BENCHMARKS / "results"
     assert outputs.results_dir(parser.parse_args(["--out", str(tmp_path / "mine")])) == tmp_path / "mine"
+    written = outputs.write_json(parser.parse_args(["--out", str(tmp_path)]), "x.json", {"b": 1, "a": "é"})
+    assert written.read_bytes() == b'{\n  "b": 1,\n  "a": "\\u00e9"\n}\n'
 
 
 @pytest.mark.slow
