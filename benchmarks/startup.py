@@ -1,6 +1,8 @@
 """Start-up: ``jsonl-session ls`` against a bare ``python -c pass``, in the same run.
 
-A short command's time is mostly interpreter start-up and imports. The target (issue 39) is
+A short command's time is mostly interpreter start-up and imports. In the same run, a floor: a
+bare script that imports ``re`` (as pip's console script does) and ``argparse`` and builds an
+empty parser, what any console script with an argparse command line pays. The target (issue 39) is
 ``ls`` (20 small sessions, listing cache warm, as for every ``ls`` after the first) within 2.5x
 a bare interpreter; ``ls`` without the cache (``JSONL_SESSION_CACHE=off``: it counts every
 session and reads each one's default title) is timed beside it. ``tests/project/test_startup.py``
@@ -35,6 +37,9 @@ sys.path.insert(0, str(HERE.parent))
 from jsonl_session import JSONLSession
 
 TARGET_RATIO = 2.5
+# The floor: what any console script with an argparse command line pays before it does anything,
+# in the same run (pip's script imports re; argparse, gettext and locale follow).
+FLOOR = "import re, argparse; argparse.ArgumentParser(prog='x').parse_args([])"
 RACY_SECONDS = 2.1  # the listing cache keeps no file changed in the last 2 s (session/listing_cache.py)
 
 
@@ -44,6 +49,7 @@ def measure(folder: Path, runs: int, python: Path) -> dict[str, float]:
     cold = dict(env, JSONL_SESSION_CACHE="off")
     commands = {
         "python -c pass": ([str(python), "-c", "pass"], env),
+        "floor: python -c 'import re, argparse' and a parser": ([str(python), "-c", FLOOR], env),
         "jsonl-session ls": ([cli, "ls", "--dir", str(folder)], env),
         "jsonl-session ls --json": ([cli, "ls", "--json", "--dir", str(folder)], env),
         "jsonl-session ls, no listing cache": ([cli, "ls", "--dir", str(folder)], cold),
@@ -56,6 +62,9 @@ def measure(folder: Path, runs: int, python: Path) -> dict[str, float]:
     }
     result = outputs.medians(outputs.interleaved(tasks, runs))
     result["ls / python -c pass"] = result["jsonl-session ls"] / result["python -c pass"]
+    result["floor / python -c pass"] = (
+        result["floor: python -c 'import re, argparse' and a parser"] / result["python -c pass"]
+    )
     result["ls without the cache / python -c pass"] = (
         result["jsonl-session ls, no listing cache"] / result["python -c pass"]
     )
