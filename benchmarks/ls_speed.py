@@ -25,13 +25,12 @@ Run: ``python benchmarks/ls_speed.py [--quick] [--update-results | --out DIR]``;
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
 import platform
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -81,12 +80,6 @@ def make_folder(folder: Path, size: int) -> int:
     return sum(path.stat().st_size for path in folder.glob("*.jsonl"))
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, check=True, env=env)
-    return time.perf_counter() - start
-
-
 def measure(big: Path, small: Path, runs: int) -> dict[str, float]:
     cli = str(Path(sys.executable).with_name("jsonl-session"))
     files = sorted(str(path) for path in big.glob("*.jsonl"))
@@ -100,13 +93,11 @@ def measure(big: Path, small: Path, runs: int) -> dict[str, float]:
     for case, env in envs.items():
         commands[f"{START_UP}, {CASES[case]}"] = ([cli, "ls", "--dir", str(small)], env)
         commands[f"{LS}, {CASES[case]}"] = ([cli, "ls", "--dir", str(big)], env)
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    for repetition in range(runs + 1):
-        for name, (command, command_env) in commands.items():
-            elapsed = timed(command, command_env)
-            if repetition:  # the first run warms the page cache (and fills the listing cache)
-                times[name].append(elapsed)
-    return {name: statistics.median(values) for name, values in times.items()}
+    tasks = {
+        name: functools.partial(outputs.timed, command, env=env) for name, (command, env) in commands.items()
+    }
+    # the first round warms the page cache (and fills the listing cache)
+    return outputs.medians(outputs.interleaved(tasks, runs, warmup=1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,9 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Example:\n  python benchmarks/ls_speed.py --quick",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true", help="smoke test: 5 runs, sessions of 250 kB")
+    outputs.add_options(parser, quick="smoke test: 5 runs, sessions of 250 kB")
     parser.add_argument("--runs", type=int, default=31, help="repetitions per command (median; default 31)")
-    outputs.add_options(parser)
     args = parser.parse_args(argv)
     if shutil.which("wc") is None:
         parser.error("needs wc (coreutils)")
@@ -159,8 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "floor counting (floor - python -c pass) / wc -l": (floor - times["python -c pass"]) / wc,
         "target": target,
     }
-    written = outputs.results_dir(args) / "ls_speed.json"
-    written.write_text(json.dumps(result, indent=2) + "\n")
+    written = outputs.write_json(args, "ls_speed.json", result)
     print(f"{SESSIONS} sessions, {total / 1e6:.1f} MB, median of {result['runs']} runs:")
     for name, value in times.items():
         print(f"  {name:72} {value * 1000:8.1f} ms")
