@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     python benchmarks/mirror_lag.py --update-results   # the committed figures (~2 min)
-    python benchmarks/mirror_lag.py --quick            # a quick check, prints only (~30 s)
+    python benchmarks/mirror_lag.py --quick            # a quick check (~30 s)
 
 prints the figures and writes ``mirror_lag.json`` into ``benchmarks/output/`` (or ``--out DIR``;
 ``--update-results`` rewrites ``benchmarks/results/mirror_lag.json``).

@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     python benchmarks/tail_latency.py --update-results   # the committed figures (~1 min)
-    python benchmarks/tail_latency.py --quick            # a quick check, prints only (~20 s)
+    python benchmarks/tail_latency.py --quick            # a quick check (~20 s)
 
 prints the figures and writes ``tail_latency.json`` where ``outputs.py`` says (``benchmarks/output/``
 unless ``--out DIR`` or ``--update-results``, which rewrites ``benchmarks/results/tail_latency.json``).
