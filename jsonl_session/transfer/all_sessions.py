@@ -30,8 +30,11 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace as with_changes
+from pathlib import Path
 from typing import Any
 
 from ..core import worker_threads
@@ -316,12 +319,9 @@ async def _import_from(
             except Exception as exc:  # noqa: BLE001  (sorted by _per_session: ours, or re-raised)
                 failed = await _per_session(session_id, _raised(exc))
                 return with_changes(failed, detail=f"{failed.detail}; not imported")
-            existed = await asyncio.to_thread(directory.exists, session_id)  # a stat: off the loop
             local = directory.open(session_id)
             try:
-                work = import_items(
-                    local, items, metadata or {}, replace=replace, existed=existed, private=True
-                )
+                work = import_items(local, items, metadata or {}, replace=replace, existed=None, private=True)
                 return await _per_session(session_id, work)
             finally:
                 local.close()
@@ -350,26 +350,30 @@ async def import_items(
     metadata: Metadata | None = None,
     *,
     replace: bool = False,
-    existed: bool = True,
+    existed: bool | None = True,
     private: bool = False,
 ) -> Outcome:
     """Bring ``local`` up to ``items`` in one rename under its lock, with ``metadata``'s sidecars.
 
     Encoding, and the read, compare and rename under the lock, run in worker threads; the
-    lock is waited for on the loop. Items that cannot be written create no file. ``private``:
+    lock is waited for on the loop. Items that cannot be written create no file. ``existed``:
+    whether the file was there before (None: look, in the same worker as the encoding). ``private``:
     ``local`` is this call's own (no descriptor of it in use elsewhere), so when the companion's
     ``.times`` is the one the file gets, the items are written through a twin that does not
     stamp a ``.times`` of its own first (a caller's session would keep its open descriptor on
     the file the twin replaced).
     """
-    try:
-        payload = await worker_threads.run(encode_items, items)
-    except ValueError as exc:
-        return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
     metadata = metadata or {}
     recorded = metadata.get(companion.FILE)
+    try:
+        digest, there = await worker_threads.run(
+            _digest_and_stat, items, recorded is not None, local.path if existed is None else None
+        )
+    except ValueError as exc:
+        return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
+    existed = there if existed is None else existed
     # The file gets its recorded time back only if it now holds exactly the items exported.
-    as_exported = recorded is not None and recorded.content == companion.items_digest(payload)
+    as_exported = recorded is not None and recorded.content == digest
     writer = local
     if private and as_exported and companion.FILE + TIMES in metadata:
         writer = JSONLSession(
@@ -386,6 +390,22 @@ async def import_items(
     finally:
         if writer is not local:
             writer.close()
+
+
+def _digest_and_stat(items: list[Any], digest: bool, path: Path | None) -> tuple[bytes | None, bool]:
+    """The items' ``companion.items_digest`` (if asked: encoding and hashing cost about a
+    millisecond per 100 items, not for the loop) and whether ``path`` is a session file (if given).
+
+    Raises ValueError if the items cannot be written exactly.
+    """
+    payload = encode_items(items)
+    found = False
+    if path is not None:
+        try:
+            found = stat.S_ISREG(os.lstat(path).st_mode)  # as SessionDirectory.exists: a symlink is not one
+        except FileNotFoundError:
+            pass
+    return (companion.items_digest(payload) if digest else None), found
 
 
 def _import_locked(
