@@ -647,6 +647,13 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
         1.5,
         growth("pop", "raw"),
     )
+    target(  # issue 39: what a durable pop adds to the least an async store does (timestamps on)
+        "pop_item, durable: JSONL / the floor with fdatasync in a thread (worst size; floor column: "
+        "the raw floor, which syncs on the loop)",
+        worst("pop", "jsonl", "raw-fsync-thread"),
+        1.15,
+        worst("pop", "raw-fsync", "raw-fsync-thread"),
+    )
     target(
         f"pop_item at {big:,}, durable: JSONL / SQLite file",
         at("pop", "jsonl", "sqlite-file"),
