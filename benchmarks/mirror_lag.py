@@ -209,6 +209,7 @@ def measure(conversations: int, rate: float, seconds: float) -> dict[str, Any]:
         "versions": {name: version(name) for name in ("openai-agents", "sqlalchemy", "asyncpg", "redis")},
         "settings": {"conversations": conversations, "turns_per_second_each": rate, "seconds": seconds},
         "targets": TARGETS,
+        "load_before": [round(x, 2) for x in os.getloadavg()],  # the machine is shared: say how busy
     }
     scratch = Path(tempfile.mkdtemp(prefix="jsonl-session-mirror-lag-redis-"))
     try:
@@ -218,6 +219,7 @@ def measure(conversations: int, rate: float, seconds: float) -> dict[str, Any]:
             result["redis"] = measure_one(url, conversations, rate, seconds)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     result["meets_targets"] = all(
         result[backend][key] <= target
         for backend in ("postgresql", "redis")
