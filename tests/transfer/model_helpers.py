@@ -9,19 +9,16 @@ without ``delete`` must leave byte for byte as it was.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_helpers import cli_env, skip_unless_required, start_redis_server
-from pg_helpers import server_bin
-from test_mirror_outages import Postgres
+from test_mirror_outages import Postgres, started_postgres
 
 from jsonl_session.core.names import filename_for
 
@@ -71,24 +68,7 @@ class PostgresServer(Postgres):
 
 
 def postgres_server() -> Generator[PostgresServer, None, None]:
-    pytest.importorskip("asyncpg", reason="asyncpg (extra 'postgresql') is not installed")
-    bin_dir = server_bin()
-    if bin_dir is None:
-        skip_unless_required("PostgreSQL is not installed", "POSTGRES")
-    data = Path(tempfile.mkdtemp(prefix="jsonl-session-pg-model-"))
-    if os.geteuid() == 0:
-        shutil.chown(data, "nobody")
-    server = PostgresServer(bin_dir, data)
-    try:
-        server.init()
-        server.start()
-        yield server
-    finally:
-        try:
-            server.stop()
-        except subprocess.CalledProcessError:
-            pass  # already stopped
-        shutil.rmtree(data, ignore_errors=True)
+    yield from started_postgres(PostgresServer)
 
 
 # -- which ids a backend cannot hold exactly --------------------------------------------------------

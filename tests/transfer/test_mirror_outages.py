@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from cli_helpers import cli_env, free_port, redis_url, skip_unless_required  # noqa: F401  (a fixture)
@@ -191,8 +192,12 @@ class Postgres:
         self._run("pg_ctl", "-D", str(self.data / "db"), "-m", "immediate", "-w", "stop")
 
 
-@pytest.fixture
-def restartable_postgres() -> Iterator[Postgres]:
+P = TypeVar("P", bound=Postgres)
+
+
+def started_postgres(kind: type[P]) -> Iterator[P]:
+    """A cluster of ``kind`` (``Postgres`` or a subclass) initialised, started, and on exit
+    stopped (if it still runs) and removed; skipped without the server or asyncpg."""
     pytest.importorskip("asyncpg", reason="asyncpg (extra 'postgresql') is not installed")
     bin_dir = server_bin()
     if bin_dir is None:
@@ -200,7 +205,7 @@ def restartable_postgres() -> Iterator[Postgres]:
     data = Path(tempfile.mkdtemp(prefix="jsonl-session-pg-"))
     if os.geteuid() == 0:
         shutil.chown(data, "nobody")
-    server = Postgres(bin_dir, data)
+    server = kind(bin_dir, data)
     try:
         server.init()
         server.start()
@@ -211,6 +216,11 @@ def restartable_postgres() -> Iterator[Postgres]:
         except subprocess.CalledProcessError:
             pass  # already stopped
         shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture
+def restartable_postgres() -> Iterator[Postgres]:
+    yield from started_postgres(Postgres)
 
 
 class Redis:

@@ -183,13 +183,12 @@ def test_the_transfer_benchmark_runs_quick(tmp_path: Path) -> None:
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
     benchmark = Path(__file__).resolve().parents[2] / "benchmarks" / "transfer.py"
-    out = tmp_path / "transfer.json"
     done = subprocess.run(
-        [sys.executable, str(benchmark), "--quick", "--backends", "redis", "--out", str(out)],
+        [sys.executable, str(benchmark), "--quick", "--backends", "redis", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    result = json.loads(out.read_text())
+    result = json.loads((tmp_path / "transfer.json").read_text())
     assert (result["sessions"], result["items_per_session"]) == (50, 20)
     steps = result["backends"]["redis"]
     assert set(steps) == {"export", "re-run", "import", "sdk-copy", "append", "import_vs_sdk_copy"}
