@@ -1,14 +1,15 @@
 """``JSONLSession`` and the folder of sessions it lives in.
 
-``store`` is the Agents SDK ``Session`` over one file; ``locked_operations`` is its internal
-interface (locks, locked reads, rewrites), ``history_methods`` adds turns, lineage, usage and
-paused runs to it, ``metadata_methods`` the title, tags and owner, ``timestamps`` when each
-item was added, and ``routing`` one object serving many users; ``compaction`` holds the hooks
-the SDK's compaction wrapper looks for; ``settings`` is the SDK's ``SessionSettings`` when the
-SDK is loaded; ``folder`` lists, opens, deletes and forks the sessions of a directory
-(``listing``: what a listing reports of each session, ``SessionInfo``; ``listing_cache``:
-what a listing keeps between calls); ``parsing`` turns JSON Lines a person wrote into items (``jsonl-session
-add -``, ``edit``).
+``JSONLSession`` is one class whose methods live in sibling files: ``store``, the Agents SDK
+``Session`` over one file, with the mixins ``history_methods`` (turns, lineage, usage, paused
+runs), ``metadata_methods`` (title, tags, owner) and ``timestamps`` (when each item was added),
+each over ``locked_operations`` (locks, locked reads, rewrites: what they share, and the
+internal interface other modules use); ``routing`` lets one object serve many users;
+``compaction`` holds the hooks the SDK's compaction wrapper looks for; ``settings`` is the
+SDK's ``SessionSettings`` when the SDK is loaded; ``folder`` lists, opens, deletes and forks
+the sessions of a directory (``listing``: what a listing reports of each session,
+``SessionInfo``; ``listing_cache``: what a listing keeps between calls); ``parsing`` turns
+JSON Lines a person wrote into items (``jsonl-session add -``, ``edit``).
 
 Example:
     >>> from jsonl_session.session import JSONLSession, DEFAULT_DIRECTORY

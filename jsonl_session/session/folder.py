@@ -273,7 +273,7 @@ class SessionDirectory:
         target = self.open(target_id)
         if not source.path.is_file():
             raise SessionNotFoundError(source.path, "no such session")
-        items, times = source._all_items_with_times()  # the fork keeps their times
+        items, times = source.all_items_with_times()  # the fork keeps their times
         if at is not None:
             items = items[:at]
         elif at_turn is not None:
@@ -281,7 +281,7 @@ class SessionDirectory:
             if at_turn > len(turns):  # was: all of it, exit 0 (issue 24)
                 raise TooFewTurnsError(source.path, len(turns), f"fork at turn {at_turn}")
             items = items[: turns[at_turn].start] if at_turn < len(turns) else items
-        target._write_fork(items, new_lineage(source_id, items), times[: len(items)])
+        target.write_fork(items, new_lineage(source_id, items), times[: len(items)])
         return target
 
     def _scan(self) -> Sequence[os.DirEntry[str]]:

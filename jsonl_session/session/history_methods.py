@@ -1,6 +1,6 @@
-"""Turns, lineage, usage and paused runs on a ``JSONLSession`` (mixed into the class).
+"""Turns, lineage, usage and paused runs: ``HistoryMethods``, one of ``JSONLSession``'s mixins.
 
-Kept apart from ``session`` so that the SDK protocol stays short to read; every method here
+Kept apart from ``store`` so that the SDK protocol stays short to read; every method here
 goes through the same lock as the items (``LockedOperations.locked``, or its ``locked_in_thread`` for
 the async ones), and the files it touches are the sidecars described in ``sidecar_files``. Async
 methods wait for the session's lock on the loop and run the locked work in a worker thread:
@@ -30,7 +30,7 @@ from ..history.usage import (
     since,
     turn_usage,
 )
-from .metadata_methods import MetadataMethods
+from .locked_operations import LockedOperations
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class SessionFeatures(MetadataMethods):
-    """Turn-aware history, fork lineage, a usage log, paused runs and metadata for one session file."""
+class HistoryMethods(LockedOperations):
+    """Turn-aware history, fork lineage, a usage log and paused runs for one session file."""
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -278,8 +278,10 @@ class SessionFeatures(MetadataMethods):
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _write_fork(self, items: list[Any], lineage: Lineage, times: list[int | None] | None = None) -> None:
+    def write_fork(self, items: list[Any], lineage: Lineage, times: list[int | None] | None = None) -> None:
         """Become a fork: the items, then the lineage, both under this session's exclusive lock.
+
+        Internal: ``SessionDirectory.fork`` calls it on the new session.
 
         ``times`` (ms, one per item, None for unknown) are the source's: the fork keeps them.
 

@@ -1,10 +1,14 @@
-"""The session's internal interface: what compaction, folder copies and the history methods need.
+"""The locked steps every part of ``JSONLSession`` shares, and the internal interface others use.
 
-``compaction``, ``transfer.all_sessions`` and ``history_methods`` work on a session under its lock:
-wait for the lock (on the loop for async callers), read, rewrite, replace. Those steps are
-methods here, named without a leading underscore, so that no other module calls a private
-method of ``JSONLSession``; they are internal all the same (no stability promise, not in the
-API reference). The SDK's four methods and their blocking twins are in ``store``.
+``JSONLSession`` (``store``: the SDK's four methods, their blocking twins, the options) adds
+three sibling mixins over ``LockedOperations``: ``history_methods``, ``metadata_methods`` and
+``timestamps``. Here are the steps they share: wait for the lock (on the loop for async
+callers), read, rewrite, replace. ``compaction``, ``routing``, ``folder``
+(``SessionDirectory.fork``), ``transfer.all_sessions``, ``transfer.single`` and
+``tools.resend_fix`` call these, and a few methods of the mixins, on a session too; such methods
+are named without a leading underscore, so that no other module calls a private method of
+``JSONLSession``, and are internal all the same: no stability promise, not in the API reference
+(docs/api.md filters them out).
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ class LockedOperations:
 
     @property
     def lock_timeout(self) -> float:  # pragma: no cover - JSONLSession's
+        raise NotImplementedError
+
+    def _resolve_limit(self, limit: int | None) -> int | None:  # pragma: no cover - JSONLSession's
         raise NotImplementedError
 
     def locked(self, *, write: bool, create: bool) -> Locked:

@@ -1,4 +1,4 @@
-"""A session's title, tags, owner and free-form mapping, as ``JSONLSession`` methods (mixed into the class).
+"""A session's title, tags, owner and extra mapping: ``MetadataMethods``, one of ``JSONLSession``'s mixins.
 
 The sidecar and its rules are :mod:`jsonl_session.history.metadata`; here the session takes its
 lock around them: ``set_metadata`` reads, changes and replaces ``<file>.jsonl.meta`` under the

@@ -33,8 +33,9 @@ from ..core.names import DEFAULT_DIRECTORY, TORN_SUFFIX, filename_for
 from ..core.times_log import TimesLog
 from ..history import paused_runs
 from . import compaction
-from .history_methods import SessionFeatures
+from .history_methods import HistoryMethods
 from .locked_operations import Draft
+from .metadata_methods import MetadataMethods
 from .routing import RouteFunction, Router
 from .settings import as_sdk_settings, coerce_settings
 from .timestamps import TimestampMethods
@@ -53,8 +54,14 @@ _INLINE_LIMIT = 100
 _INLINE_PAYLOAD_BYTES = 256 * 1024
 
 
-class JSONLSession(SessionFeatures, TimestampMethods):
+class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
     """Conversation history for the Agents SDK, stored as ``<directory>/<session_id>.jsonl``.
+
+    One class, its methods in sibling files of :mod:`jsonl_session.session`: ``store`` (here)
+    the SDK's four methods, their blocking twins, ``rewrite`` and the options;
+    ``history_methods`` turns, ``rewind``, lineage, usage and paused runs; ``metadata_methods``
+    the title, tags and owner; ``timestamps`` ``get_items_with_times`` and the ``timestamps``
+    switch; ``locked_operations`` the locked steps they all share (internal).
 
     Args:
         session_id: Any non-empty string. Ids made of letters, digits, ``.``, ``_`` and

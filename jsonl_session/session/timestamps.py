@@ -1,4 +1,4 @@
-"""When each item was added, as ``JSONLSession`` methods (mixed into the class).
+"""When each item was added: ``TimestampMethods``, one of ``JSONLSession``'s mixins.
 
 The sidecar and its rules are :mod:`jsonl_session.core.item_times`: ``add_items`` stamps the
 items it appends (``timestamps=True``, the default), pops, rewinds, clears and rewrites keep
@@ -75,17 +75,17 @@ class TimestampMethods(LockedOperations):
         times = item_times.line_times(self.path, newest_lines(fd, self._handle.size, len(items)))
         return [(item, None if ms is None else utc_datetime(ms)) for item, ms in zip(items, times)]
 
-    def _all_items_with_times(self) -> tuple[list[Any], list[int | None]]:
-        """Every item (whatever limit ``get_items`` applies) and its time in ms, read together (``fork``)."""
+    def all_items_with_times(self) -> tuple[list[Any], list[int | None]]:
+        """Every item (whatever limit ``get_items`` applies) and its time in ms, read together.
+
+        Internal: for ``SessionDirectory.fork``, whose copy keeps the source's times.
+        """
         with self.locked(write=False, create=False) as fd:
             if fd == MISSING:
                 return [], []
             size = self._handle.size
             items = reads.read_items(fd, self.path, size=size)
             return items, item_times.line_times(self.path, newest_lines(fd, size, len(items)))
-
-    def _resolve_limit(self, limit: int | None) -> int | None:  # pragma: no cover - JSONLSession's
-        raise NotImplementedError
 
 
 def newest_lines(fd: int, size: int, count: int) -> list[bytes]:
