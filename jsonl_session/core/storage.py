@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
+_POP_BLOCK = 16 * 1024  # a pop reads this much of the end first: a last line shorter needs no second read
 
 
 def append(fd: int, path: Path, payload: bytes, *, durable: bool, size: int | None = None) -> None:
@@ -109,6 +110,20 @@ def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> tuple
     if not size:
         return None, 0
     change_mark.bump(fd)  # before the cut: followers must not take what follows for appends
+    # The common case in one read: the file ends with a newline, and the block holds the whole
+    # last line and the newline before it (a first line, which may start with a BOM, takes the
+    # general path). Its bytes are also what a durable cut keeps to put back: no second read.
+    begin = max(0, size - _POP_BLOCK)
+    block = os.pread(fd, size - begin, begin)
+    if len(block) == size - begin and block.endswith(b"\n"):
+        start = block.rfind(b"\n", 0, -1) + 1
+        if start:
+            line = block[start:-1]
+            if not codec.is_blank(line):
+                offset = begin + start
+                item = decode_at(fd, path, offset, line)
+                _truncate(fd, path, offset, durable=durable, removed=block[start:], end=size)
+                return item, offset
     tail_offset, tail = read_tail(fd, size)
     if not codec.is_blank(tail):
         item = parse_item(tail)
@@ -254,29 +269,35 @@ def _move_torn_tail(fd: int, path: Path, offset: int, tail: bytes, *, durable: b
     return offset
 
 
-def _truncate(fd: int, path: Path | None, size: int, *, durable: bool) -> None:
+def _truncate(
+    fd: int, path: Path | None, size: int, *, durable: bool, removed: bytes | None = None, end: int = -1
+) -> None:
     """Cut the file to ``size``; if the cut cannot be made durable, put the bytes back and raise.
 
     As for appends, a failed fsync leaves the file as it was: pop and clear used to raise
     with their bytes already gone (tests/reliability/test_faults.py). The bytes are kept by
-    ``undo_buffer.Removed``, on disk when large, so a clear needs no memory for them.
+    ``undo_buffer.Removed``, on disk when large, so a clear needs no memory for them; a caller
+    that has read them already (a pop) passes them as ``removed``, the bytes ``size:end``.
     """
     if not durable:
         os.ftruncate(fd, size)
         return
-    removed = undo_buffer.Removed(fd, path.parent if path is not None else None, size, os.fstat(fd).st_size)
+    if removed is not None:
+        kept = undo_buffer.Removed(fd, None, size, end, data=removed)
+    else:
+        kept = undo_buffer.Removed(fd, path.parent if path is not None else None, size, os.fstat(fd).st_size)
     try:
         os.ftruncate(fd, size)
         try:
             _fdatasync(fd)
         except BaseException:
             try:
-                removed.restore(fd)
+                kept.restore(fd)
             except OSError:
                 pass  # best effort: the original error wins
             raise
     finally:
-        removed.close()
+        kept.close()
 
 
 def truncate(fd: int, size: int, *, durable: bool) -> None:

@@ -34,10 +34,15 @@ class Removed:
         >>> removed.restore(fd)  # e.g. after a failed fsync       # doctest: +SKIP
     """
 
-    def __init__(self, fd: int, folder: Path | None, start: int, end: int) -> None:
-        self._data: bytes | None = None
+    def __init__(
+        self, fd: int, folder: Path | None, start: int, end: int, *, data: bytes | None = None
+    ) -> None:
+        """``data``: the bytes ``start:end``, when the caller has read them already (kept as they are)."""
+        self._data: bytes | None = data
         self._spill: int | None = None
         self._length = end - start
+        if data is not None:
+            return
         if self._length > IN_MEMORY and folder is not None:
             try:
                 self._spill = _unnamed_file(folder)
