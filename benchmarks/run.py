@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import gc
 import json
 import os
@@ -38,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,7 @@ STORES = {
     "raw-fsync": "floor: orjson + write + fdatasync",
     "raw-fsync-thread": "floor: orjson + write, fdatasync in a thread",
     "raw": "floor: orjson + write",
+    "raw-stamp": "floor: flock + orjson + write + a .times record",
     "raw-yield": "floor: orjson + write, after one yield to the loop",
 }
 OPS = {
@@ -80,10 +83,12 @@ KEY_PAIRS = [
     ("jsonl", "raw-fsync"),
     ("jsonl", "raw-fsync-thread"),
     ("jsonl-nofsync", "raw"),
+    ("jsonl-nofsync", "raw-stamp"),
     ("jsonl-nofsync", "raw-yield"),
     ("raw-yield", "raw"),
 ]
 GIB = 1 << 30
+_RECORD_BYTES = len(b"%013d %08x\n" % (0, 0))  # one item's .times record
 
 
 # -- the stores, behind one small interface -----------------------------------------------
@@ -94,6 +99,8 @@ class Store:
 
     name: str
     session: Any
+    only: frozenset[str] | None = None
+    """The operation groups it is timed in (None: all of them)."""
 
     async def grow(self, batch: list[dict[str, Any]]) -> None:
         raise NotImplementedError
@@ -173,17 +180,28 @@ class RawFloor:
     but every ``fdatasync`` and every full read in a worker thread (the event loop never
     waits for the disk), as ``JSONLSession`` does. With ``yield_first``, each call first lets
     the other tasks run once, as issue 11 requires of every async call: what that alone costs.
-    Nothing else is added.
+    With ``stamped``, an add and a pop do what every session now does by default besides the
+    append (issue 39): ``flock`` the file, and write (or, popping, cut) a record in the
+    ``.times`` sidecar, its clock and CRC-32 made as ``item_times`` makes them. Nothing else
+    is added.
     """
 
     def __init__(
-        self, path: Path, *, durable: bool, in_thread: bool = False, yield_first: bool = False
+        self,
+        path: Path,
+        *,
+        durable: bool,
+        in_thread: bool = False,
+        yield_first: bool = False,
+        stamped: bool = False,
     ) -> None:
         self.path = path
         self.durable = durable
         self.in_thread = in_thread
         self.yield_first = yield_first
-        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        self.fd = os.open(path, flags, 0o600)
+        self.times_fd = os.open(f"{path}.times", flags, 0o600) if stamped else -1
 
     async def add_items(self, items: list[dict[str, Any]]) -> None:
         if self.yield_first:
@@ -192,6 +210,23 @@ class RawFloor:
             payload = orjson.dumps(items[0], option=orjson.OPT_APPEND_NEWLINE)
         else:
             payload = b"".join([orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE) for item in items])
+        if self.times_fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.write(self.fd, payload)
+            ms = time.time_ns() // 1_000_000
+            if len(items) == 1:
+                record = b"%013d %08x\n" % (ms, zlib.crc32(payload[:-1]))
+            else:
+                lines = payload.split(b"\n")
+                record = b"%013d %08x %08x %d\n" % (
+                    ms,
+                    zlib.crc32(lines[-2]),
+                    zlib.crc32(lines[0]),
+                    len(items),
+                )
+            os.write(self.times_fd, record)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            return
         os.write(self.fd, payload)
         if self.durable:
             await self._run(os.fdatasync, self.fd)
@@ -211,6 +246,13 @@ class RawFloor:
     async def pop_item(self) -> Any:
         if self.yield_first:
             await asyncio.sleep(0)
+        if self.times_fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            item = self._pop_sync()
+            size = os.fstat(self.times_fd).st_size
+            os.ftruncate(self.times_fd, max(0, size - _RECORD_BYTES))  # the item's record
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            return item
         return await self._run(self._pop_sync)
 
     def _read_sync(self, limit: int | None) -> list[Any]:
@@ -245,18 +287,33 @@ class RawFloor:
 
     def close(self) -> None:
         os.close(self.fd)
+        if self.times_fd >= 0:
+            os.close(self.times_fd)
 
 
 class RawStore(JSONLStore):
     def __init__(
-        self, name: str, directory: Path, *, durable: bool, in_thread: bool = False, yield_first: bool = False
+        self,
+        name: str,
+        directory: Path,
+        *,
+        durable: bool,
+        in_thread: bool = False,
+        yield_first: bool = False,
+        stamped: bool = False,
     ) -> None:
         super().__init__(name, directory, durable=False)
         self.session.close()
         directory.mkdir(parents=True, exist_ok=True)
         self.session = RawFloor(
-            directory / f"{name}.jsonl", durable=durable, in_thread=in_thread, yield_first=yield_first
+            directory / f"{name}.jsonl",
+            durable=durable,
+            in_thread=in_thread,
+            yield_first=yield_first,
+            stamped=stamped,
         )
+        if stamped:  # a floor for the one-item add; its reads would be the raw floor's again
+            self.only = frozenset({"add_one_then_pop"})
 
 
 def open_stores(directory: Path, names: list[str]) -> list[Store]:
@@ -269,6 +326,7 @@ def open_stores(directory: Path, names: list[str]) -> list[Store]:
         "raw-fsync": lambda: RawStore("raw-fsync", directory, durable=True),
         "raw-fsync-thread": lambda: RawStore("raw-fsync-thread", directory, durable=True, in_thread=True),
         "raw": lambda: RawStore("raw", directory, durable=False),
+        "raw-stamp": lambda: RawStore("raw-stamp", directory, durable=False, stamped=True),
         "raw-yield": lambda: RawStore("raw-yield", directory, durable=False, yield_first=True),
     }
     return [makers[name]() for name in names]
@@ -361,6 +419,8 @@ async def interleaved(
                 continue
             shift = rep % len(stores)
             for store in stores[shift:] + stores[:shift]:
+                if store.only is not None and group.__name__ not in store.only:
+                    continue
                 timings = await group(store, pool, rep)
                 if rep >= warmups[size]:
                     for op, elapsed in timings.items():
@@ -615,6 +675,14 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
         5.0,
         worst("add_1", "raw-yield", "raw") if "raw-yield" in lat["add_1"] else None,  # the yield alone
     )
+    if "raw-stamp" in lat["add_1"]:
+        target(  # issue 39: the floor above pays for no lock and no record, which every session now writes
+            "add_items 1 item, fsync off: JSONL / the floor that also locks and writes a .times record "
+            "(worst size; floor column: that floor / the raw floor)",
+            worst("add_1", "jsonl-nofsync", "raw-stamp"),
+            5.0,
+            worst("add_1", "raw-stamp", "raw"),
+        )
     target(
         f"get_items(limit=20) at {big:,}: JSONL / itself at {small:,}",
         growth("get_20", "jsonl"),
@@ -706,7 +774,8 @@ def markdown(results: dict[str, Any], sizes: list[int]) -> str:
                 cells.append(
                     "–" if stats is None else f"{fmt_us(stats['median_us'])} ({fmt_us(stats['p99_us'])})"
                 )
-            out.append(f"| {label} | {STORES[name]} | " + " | ".join(cells) + " |")
+            if any(cell != "–" for cell in cells):
+                out.append(f"| {label} | {STORES[name]} | " + " | ".join(cells) + " |")
     out += ["", "Ratios of medians (lower is better for the first store):", ""]
     out += [
         "| operation | ratio | " + " | ".join(f"{s:,}" for s in sizes) + " |",
@@ -786,6 +855,7 @@ def plot(results: dict[str, Any], sizes: list[int], path: Path) -> None:
         "raw-fsync": ("tab:gray", "^", "-"),
         "raw-fsync-thread": ("tab:gray", "v", ":"),
         "raw": ("tab:gray", "^", "--"),
+        "raw-stamp": ("tab:gray", "d", "--"),
         "raw-yield": ("tab:gray", "x", "-."),
     }
     for axis, (op, label) in zip(axes.flat, OPS.items()):
