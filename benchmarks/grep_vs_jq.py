@@ -25,15 +25,13 @@ Run: ``python benchmarks/grep_vs_jq.py [--quick] [--big] [--update-results | --o
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
@@ -75,12 +73,6 @@ def commands(term: str, regular: Path) -> dict[str, str]:
 ENV = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
 
 
-def timed(command: str, cwd: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, shell=True, cwd=cwd, stdout=subprocess.DEVNULL, check=True, env=ENV)
-    return time.perf_counter() - start
-
-
 def peak_and_hits(command: str, cwd: Path) -> tuple[float | None, int]:
     """Peak resident MB of ``command`` (its own or its greps', whichever is higher: GNU time's
     %M, from ``wait4``) and the lines it printed, in a run of its own (not timed)."""
@@ -101,18 +93,15 @@ def measure(
     results: dict[str, dict[str, float | None]] = {}
     for label, term in terms.items():
         pipelines = commands(term, regular)
-        times: dict[str, list[float]] = {name: [] for name in pipelines}
-        for _ in range(runs):
-            for name, command in pipelines.items():  # interleaved: noise hits every command
-                times[name].append(timed(command, folder))
-        row: dict[str, float | None] = {name: statistics.median(values) for name, values in times.items()}
-        ours, regular_time, floor = (
-            times[name] for name in (ONLY_OURS, f"{ONLY_OURS}, regular install", "grep -F | jq")
-        )
-        row["ratio to grep -F | jq"] = statistics.median(ours) / statistics.median(floor)
-        row["ratio to grep -F | jq, regular install"] = statistics.median(regular_time) / statistics.median(
-            floor
-        )
+        tasks = {
+            name: functools.partial(outputs.timed, command, shell=True, cwd=folder, env=ENV)
+            for name, command in pipelines.items()
+        }
+        medians = outputs.medians(outputs.interleaved(tasks, runs))
+        row: dict[str, float | None] = dict(medians)
+        floor = medians["grep -F | jq"]
+        row["ratio to grep -F | jq"] = medians[ONLY_OURS] / floor
+        row["ratio to grep -F | jq, regular install"] = medians[f"{ONLY_OURS}, regular install"] / floor
         row["peak MB"], row["hits"] = peak_and_hits(pipelines[f"{ONLY_OURS}, regular install"], folder)
         results[label] = row
     return results
@@ -124,14 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Example:\n  python benchmarks/grep_vs_jq.py --quick",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true", help="smoke test: 2 small sessions, 3 runs")
+    outputs.add_options(parser, quick="smoke test: 2 small sessions, 3 runs")
     parser.add_argument("--runs", type=int, default=9, help="repetitions per command (median; default 9)")
     parser.add_argument(
         "--big",
         action="store_true",
         help="also a ~440 MB folder (common term and phrase, 3 runs; ~2 GB free)",
     )
-    outputs.add_options(parser)
     args = parser.parse_args(argv)
     if not (shutil.which("grep") and shutil.which("jq")):
         print("needs grep and jq on PATH", file=sys.stderr)
@@ -171,8 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "quick": args.quick,
     }
-    written = outputs.results_dir(args) / "grep.json"
-    written.write_text(json.dumps(results, indent=2) + "\n")
+    written = outputs.write_json(args, "grep.json", results)
     head = f"{'jsonl-session grep':>18} {'(regular install)':>17} {'grep -F | jq':>12} {'jq only':>8}"
     print(f"{'seconds (median, whole command)':32} {head}")
     for label, row in rows.items():
