@@ -62,11 +62,18 @@ def results_dir(args: argparse.Namespace) -> Path:
 
 
 def write_json(
-    args: argparse.Namespace, name: str, result: Any, *, indent: int = 2, sort_keys: bool = False
+    args: argparse.Namespace,
+    name: str,
+    result: Any,
+    *,
+    indent: int = 2,
+    sort_keys: bool = False,
+    ensure_ascii: bool = True,
 ) -> Path:
-    """``result`` as ``name`` in the chosen folder, one JSON document and a newline; the path."""
+    """``result`` as ``name`` in the chosen folder, one JSON document and a newline (UTF-8); the path."""
     path = results_dir(args) / name
-    path.write_text(json.dumps(result, indent=indent, sort_keys=sort_keys) + "\n", encoding="utf-8")
+    text = json.dumps(result, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
+    path.write_text(text + "\n", encoding="utf-8")
     return path
 
 
