@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -264,10 +263,9 @@ def markdown(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every repetition count")
-    parser.add_argument("--quick", action="store_true", help="smoke test: few repetitions")
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1_000, 100_000])
     parser.add_argument("--scratch", type=Path, default=HERE / "output")
-    outputs.add_options(parser)
+    outputs.add_options(parser, quick="smoke test: few repetitions")
     args = parser.parse_args(argv)
     scale = args.scale * (0.05 if args.quick else 1.0)
     began = time.monotonic()
@@ -292,8 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     meta["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     found = targets(latency, args.sizes)
     results = {"meta": meta, "latency": latency, "targets": found, "raw_floor": floor}
-    folder = outputs.results_dir(args)
-    (folder / "timestamps.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    outputs.write_json(args, "timestamps.json", results, indent=1, ensure_ascii=False)
     print(markdown(results))
     return 0 if all(t["met"] for t in found) else 1
 
