@@ -13,7 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -96,18 +96,15 @@ def strace_or_skip() -> str:
     return strace
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real redis-server on a free loopback port, in a temp dir, no persistence; stopped afterwards.
+def flush_redis(url: str) -> None:
+    """Empty the Redis database at ``url``, so a test starts from nothing on a shared server."""
+    import redis
 
-    Skipped when redis-server is not installed, unless ``JSONL_SESSION_REQUIRE_REDIS=1``
-    (set by ``.ci/run``), in which case the missing server is a failure.
-    """
-    process, port = start_redis_server(tmp_path_factory.mktemp("redis"))
+    client = redis.Redis.from_url(url)
     try:
-        yield f"redis://127.0.0.1:{port}/0"
+        client.flushdb()
     finally:
-        stop_process(process)
+        client.close()
 
 
 def start_redis_server(

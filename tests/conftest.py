@@ -1,4 +1,9 @@
-"""Fixtures shared by the whole suite. Area-specific helpers live next to their tests."""
+"""Every fixture of the suite, in one place pytest finds without an import.
+
+Plain helpers stay in the ``*_helpers.py`` modules. The test folders are not packages, so a
+second ``conftest.py`` would be a second module named ``conftest`` to mypy; fixtures of one folder
+(the databases of ``transfer/``) therefore live here too, under a heading of their own.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,16 @@ import signal
 import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from browser_helpers import Watched, chromium_path
+from cli_helpers import flush_redis, start_redis_server, stop_process
+from pg_helpers import new_postgres_database, postgres_server, recreate_database
+from serve_helpers import TIMEOUT, Server, start_server
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 from jsonl_session import JSONLSession
 
@@ -82,3 +95,99 @@ def shared_tmp() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def server_for() -> Iterator[Any]:
+    """``server_for(directory)`` starts a real ``serve`` process; every one is stopped after the test."""
+    servers: list[Server] = []
+
+    def start(directory: Path, *extra: str, max_files: int | None = None) -> Server:
+        server = start_server(directory, *extra, max_files=max_files)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        if server.process.poll() is None:
+            server.process.kill()
+            server.process.wait(timeout=TIMEOUT)
+        for stream in (server.process.stdout, server.process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = chromium_path()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def watched(browser: Browser) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    try:
+        yield Watched(context.new_page())
+    finally:
+        context.close()
+
+
+# -- real database servers, and the databases the transfer tests copy to ---------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on a free loopback port, in a temp dir, no persistence; stopped afterwards.
+
+    Skipped when redis-server is not installed, unless ``JSONL_SESSION_REQUIRE_REDIS=1``
+    (set by ``.ci/run``), in which case the missing server is a failure.
+    """
+    process, port = start_redis_server(tmp_path_factory.mktemp("redis"))
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        stop_process(process)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    """``postgresql+asyncpg://postgres@127.0.0.1:<port>/postgres`` on a fresh, throw-away cluster.
+
+    Skipped when PostgreSQL is not installed, unless ``JSONL_SESSION_REQUIRE_POSTGRES=1``
+    (set by ``.ci/run``), in which case the missing server is a failure.
+    """
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "sqlite+aiosqlite", "redis", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database of each kind a folder copy reaches (SQLite file, Redis, PostgreSQL)."""
+    if request.param.startswith("sqlite"):
+        if request.param == "sqlite+aiosqlite":
+            pytest.importorskip("aiosqlite")
+        return f"{request.param}:///{tmp_path / 'grow.db'}"
+    if request.param == "redis":
+        found: str = request.getfixturevalue("redis_url")
+        flush_redis(found)
+        return found
+    found = request.getfixturevalue("postgres_url").replace("postgresql+asyncpg", "postgresql")
+    recreate_database(found, "incremental")
+    return found.rsplit("/", 1)[0] + "/incremental"
+
+
+@pytest.fixture(params=["postgresql", "redis"])
+def database(request: pytest.FixtureRequest) -> str:
+    """The URL of an empty database a mirror keeps: a new PostgreSQL database, or a flushed Redis."""
+    if request.param == "redis":
+        found: str = request.getfixturevalue("redis_url")
+        flush_redis(found)
+        return found
+    return new_postgres_database(request.getfixturevalue("postgres_url"))

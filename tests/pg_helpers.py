@@ -3,17 +3,21 @@
 The Debian package puts the server in ``/usr/lib/postgresql/<version>/bin`` (not on PATH).
 PostgreSQL refuses to run as root, so as root the cluster belongs to ``nobody``; otherwise to
 the current user. It listens on a free loopback port only, trusts local connections, keeps
-nothing (fsync off, data dir removed afterwards), and is stopped when the fixture ends.
+nothing (fsync off, data dir removed afterwards), and is stopped when
+the ``postgres_url`` fixture (tests/conftest.py) ends.
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,8 +41,8 @@ def _as_server_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", "nobody", "--", *command] if os.geteuid() == 0 else command
 
 
-@pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
+@contextmanager
+def postgres_server() -> Iterator[str]:
     """``postgresql+asyncpg://postgres@127.0.0.1:<port>/postgres`` on a fresh, throw-away cluster.
 
     Skipped when PostgreSQL is not installed, unless ``JSONL_SESSION_REQUIRE_POSTGRES=1``
@@ -121,3 +125,32 @@ def _start(bin_dir: Path, data: Path) -> int:
             return port
     log = (data / "server.log").read_text(errors="replace")[-2000:] if (data / "server.log").exists() else ""
     pytest.fail(f"PostgreSQL did not start on a free port after 5 tries:\n{log}")
+
+
+def recreate_database(url: str, database: str) -> None:
+    """Drop ``database`` on the server of ``url`` if it exists, and create it empty."""
+    import asyncio
+    import importlib
+
+    asyncpg = importlib.import_module("asyncpg")  # untyped
+
+    async def create() -> None:
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute(f'DROP DATABASE IF EXISTS "{database}"')
+            await connection.execute(f'CREATE DATABASE "{database}"')
+        finally:
+            await connection.close()
+
+    asyncio.run(create())
+
+
+_databases = itertools.count()
+
+
+def new_postgres_database(server_url: str) -> str:
+    """A new, empty database on the server of ``server_url``; its ``postgresql://`` URL."""
+    plain = server_url.replace("postgresql+asyncpg", "postgresql")
+    name = f"db_{next(_databases)}_{int(time.time() * 1000) % 10**8}"
+    recreate_database(plain, name)
+    return plain.rsplit("/", 1)[0] + "/" + name

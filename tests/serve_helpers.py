@@ -8,13 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
 from cli_helpers import cli_env
 
 TIMEOUT = 30.0
@@ -121,26 +119,6 @@ def start_server(directory: Path, *extra: str, max_files: int | None = None) -> 
     url = urlsplit(line.strip())
     assert url.hostname is not None and url.port is not None
     return Server(process, url.hostname, url.port)
-
-
-@pytest.fixture
-def server_for() -> Iterator[Any]:
-    """``server_for(directory)`` starts a real server; every one is stopped after the test."""
-    servers: list[Server] = []
-
-    def start(directory: Path, *extra: str, max_files: int | None = None) -> Server:
-        server = start_server(directory, *extra, max_files=max_files)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        if server.process.poll() is None:
-            server.process.kill()
-            server.process.wait(timeout=TIMEOUT)
-        for stream in (server.process.stdout, server.process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def page_data(page: bytes, block: str = "session-data") -> dict[str, Any]:

@@ -15,12 +15,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
-from serve_helpers import server_for
 
 from jsonl_session import JSONLSession, SessionDirectory, SessionFileError
 from jsonl_session.history.metadata import MAX_BYTES, meta_path, read_metadata
-
-__all__ = ["server_for"]  # the fixture
 
 BIG = 300 * 1024 * 1024
 

@@ -11,15 +11,13 @@ dark. Keyboard paths are driven with real key presses.
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from browser_helpers import Watched
 from cli_helpers import run
-from serve_helpers import Server, server_for
+from serve_helpers import Server
 from viewer_helpers import ATTACK, HAND_WRITTEN_BAD_LINES, conversation, hostile_items, write_session
 
 from jsonl_session import JSONLSession
@@ -27,85 +25,8 @@ from jsonl_session import JSONLSession
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-__all__ = ["server_for"]  # the fixture
-
-TIMEOUT_MS = 30_000
 AXE = Path(__file__).parent / "vendor" / "axe.min.js"
 AXE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"  # axe-core 4.14.1
-
-
-def chromium_path() -> str:
-    """The system Chromium, or a skip (a failure when ``JSONL_SESSION_REQUIRE_CHROMIUM=1``)."""
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    problem = None
-    if path is None:
-        problem = "chromium is not installed (Debian: apt-get install chromium)"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            problem = "playwright is not installed (pip install -e '.[test]')"
-    if problem is not None:
-        if os.environ.get("JSONL_SESSION_REQUIRE_CHROMIUM") == "1":
-            pytest.fail(problem + " and JSONL_SESSION_REQUIRE_CHROMIUM=1")
-        pytest.skip(problem)
-    assert path is not None
-    return path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = chromium_path()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-class Watched:
-    """A page, with every dialog it tried to open and every console error it logged."""
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-        self.dialogs: list[str] = []
-        self.errors: list[str] = []
-        page.on("dialog", self._dialog)
-        page.on("pageerror", lambda error: self.errors.append(str(error)))
-        page.on(
-            "console", lambda message: self.errors.append(message.text) if message.type == "error" else None
-        )
-        page.set_default_timeout(TIMEOUT_MS)
-
-    def _console(self, message: Any) -> None:
-        if message.type == "error":
-            self.errors.append(message.text)
-
-    def _dialog(self, dialog: Any) -> None:
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    def open(self, url: str) -> Page:
-        self.page.goto(url)
-        self.page.wait_for_selector("body[data-ready=true]")
-        return self.page
-
-    def assert_nothing_ran(self) -> None:
-        assert self.page.evaluate("typeof window.pwned") == "undefined"
-        assert self.dialogs == []
-        assert self.errors == []
-
-
-@pytest.fixture
-def watched(browser: Browser) -> Iterator[Watched]:
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    try:
-        yield Watched(context.new_page())
-    finally:
-        context.close()
 
 
 def html_file(folder: Path, session_id: str, tmp_path: Path) -> str:

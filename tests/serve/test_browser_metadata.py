@@ -11,13 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from serve_helpers import Server, server_for
-from test_browser import Watched, audit, browser, html_file, watched
+from browser_helpers import Watched
+from serve_helpers import Server
+from test_browser import audit, html_file
 from viewer_helpers import ATTACK, conversation, write_session
 
 from jsonl_session import JSONLSession
-
-__all__ = ["browser", "server_for", "watched"]  # the fixtures
 
 SECOND_TURN = [
     {"role": "user", "content": "And in Oslo?"},

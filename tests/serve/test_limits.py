@@ -19,15 +19,12 @@ from typing import Any
 
 import orjson
 import pytest
-from serve_helpers import server_for
 from viewer_helpers import conversation, write_session
 
 from jsonl_session import JSONLSession
 from jsonl_session.serve import hub as hub_module
 from jsonl_session.serve.hub import Hub
 from jsonl_session.serve.server import Limits, ViewerServer
-
-__all__ = ["server_for"]  # the fixture
 
 
 @contextmanager

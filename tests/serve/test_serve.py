@@ -12,12 +12,10 @@ from typing import Any
 
 import pytest
 from cli_helpers import run
-from serve_helpers import Server, inotify_instances, page_data, server_for
+from serve_helpers import Server, inotify_instances, page_data
 from viewer_helpers import conversation, write_session
 
 from jsonl_session import JSONLSession
-
-__all__ = ["server_for"]  # the fixture
 
 
 @pytest.fixture

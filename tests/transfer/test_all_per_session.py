@@ -12,9 +12,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cli_helpers import redis_url  # noqa: F401  (a fixture)
+from cli_helpers import flush_redis
 from test_transfer import TRICKY, in_process
-from test_transfer_all import _flush, files, make_folder
+from test_transfer_all import files, make_folder
 
 from jsonl_session.transfer.urls import quotes_password, shown_url
 
@@ -27,7 +27,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'all.db'}"
     url: str = request.getfixturevalue("redis_url")
-    _flush(url)
+    flush_redis(url)
     return url
 
 
@@ -121,13 +121,13 @@ def test_foreign_sqlite_rows_fail_alone_and_the_import_goes_on(
 
 
 def test_foreign_redis_keys_fail_alone_and_the_import_goes_on(
-    redis_url: str,  # noqa: F811
+    redis_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     import redis
 
-    _flush(redis_url)
+    flush_redis(redis_url)
     source = tmp_path / "source"
     make_folder(source, 3)
     assert in_process(capsys, source, "export", "--all", "--to", redis_url).code == 0

@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import redis_url  # noqa: F401  (a fixture)
 from lock_helpers import shared_lock_elsewhere
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
-from test_incremental import add_remote, url  # noqa: F401  (a fixture)
+from test_incremental import add_remote
 from test_transfer_all import files, make_folder
 
 from jsonl_session import JSONLSession, SessionDirectory
@@ -26,7 +24,7 @@ pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
 
 
-def test_progress_counts_every_session_once_from_zero(url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_progress_counts_every_session_once_from_zero(url: str, tmp_path: Path) -> None:
     """Catches: the count of sessions done starting at 1 (PostgreSQL's batches)."""
     folder = tmp_path / "sessions"
     make_folder(folder, 5)
@@ -46,7 +44,7 @@ def test_progress_counts_every_session_once_from_zero(url: str, tmp_path: Path) 
     assert seen[0] == (0, 5) and seen[-1] == (5, 5)
 
 
-def test_a_session_the_sdk_wrote_alone_is_imported(url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_a_session_the_sdk_wrote_alone_is_imported(url: str, tmp_path: Path) -> None:
     """A session an application wrote through the SDK has no companion (nothing is known of its
     sidecars). Catches: the per-session companion look made on every backend, not only Redis."""
     add_remote(url, "app", [{"role": "user", "content": "from the app"}])

@@ -8,6 +8,8 @@ session where the SDK's own copy makes one. Times are advisory and never fsynced
 (``core/item_times.py``: a crash may lose the newest ones), so a ``.times`` written where none
 was is written once, unsynced. Observed with ``strace`` on a real ``jsonl-session import``
 process against a real Redis; the result is still the folder that was exported, byte for byte.
+The folder is fsynced once per new session, after its rename: creating the file durably and
+then renaming over it durably synced it twice.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from cli_helpers import cli_env, redis_url, strace_or_skip  # noqa: F401  (a fixture)
-from test_mirror import flush_redis
+from cli_helpers import cli_env, flush_redis, strace_or_skip
 from test_transfer_all import make_folder
 
 from jsonl_session import SessionDirectory
@@ -33,7 +34,7 @@ pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not ins
 
 def test_an_exported_session_comes_back_with_its_items_synced_once_and_its_times_written_once(
     tmp_path: Path,
-    redis_url: str,  # noqa: F811
+    redis_url: str,
 ) -> None:
     strace = strace_or_skip()
     flush_redis(redis_url)
@@ -50,15 +51,25 @@ def test_an_exported_session_comes_back_with_its_items_synced_once_and_its_times
     assert done.returncode == 0, done.stderr
     synced: Counter[str] = Counter()  # file name (a temporary one named after its target) -> syncs
     renamed: Counter[str] = Counter()  # target name -> renames onto it
+    unsynced_names: set[str] = set()  # renamed onto, and the folder not fsynced since
+    folder_syncs = 0
     for line in log.read_text().splitlines():
         if str(back) not in line:
             continue
         sync = re.search(r"f(?:data)?sync\(\d+<([^>]*)>", line)
-        if sync:
+        if sync and Path(sync.group(1)) == back:
+            folder_syncs += 1
+            unsynced_names.clear()
+        elif sync:
             synced[Path(sync.group(1)).name] += 1
         moved = re.search(r'rename(?:at2)?\(.*"[^"]*", .*"([^"]+)"', line)
         if moved:
             renamed[Path(moved.group(1)).name] += 1
+            unsynced_names.add(Path(moved.group(1)).name)
+    # Each new file's name is made durable by one fsync of the folder after its rename (its
+    # creation, replaced at once, needs none of its own), as the SDK's own copy syncs it once.
+    assert not unsynced_names
+    assert folder_syncs == 3
     for n in range(3):
         name = f"s{n:03d}.jsonl"
         assert renamed[name] == 1, renamed  # the items: one atomic replace

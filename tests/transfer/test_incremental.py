@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import redis_url  # noqa: F401  (a fixture)
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
 from test_transfer import TRICKY, in_process, many
-from test_transfer_all import _create_database, _flush, files, make_folder
+from test_transfer_all import files, make_folder
 
 from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.transfer.all_sessions import export_all, import_all
@@ -26,21 +24,6 @@ from jsonl_session.transfer.single import export_session, import_session
 
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
-
-
-@pytest.fixture(params=["sqlite", "sqlite+aiosqlite", "redis", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param.startswith("sqlite"):
-        if request.param == "sqlite+aiosqlite":
-            pytest.importorskip("aiosqlite")
-        return f"{request.param}:///{tmp_path / 'grow.db'}"
-    if request.param == "redis":
-        found: str = request.getfixturevalue("redis_url")
-        _flush(found)
-        return found
-    found = request.getfixturevalue("postgres_url").replace("postgresql+asyncpg", "postgresql")
-    _create_database(found, "incremental")
-    return found.rsplit("/", 1)[0] + "/incremental"
 
 
 def remote_items(url: str, session_id: str) -> list[Any]:

@@ -17,9 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import cli_env, redis_url  # noqa: F401  (a fixture)
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
-from test_incremental import url  # noqa: F401  (a fixture)
+from cli_helpers import cli_env
 from test_transfer import in_process, many
 from test_transfer_all import make_folder
 
@@ -62,7 +60,7 @@ def tree(folder: Path) -> dict[str, tuple[bytes, int, int]]:
     return found
 
 
-def test_a_folder_round_trip_is_identical_under_diff_r(url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_a_folder_round_trip_is_identical_under_diff_r(url: str, tmp_path: Path) -> None:
     source, back = tmp_path / "source", tmp_path / "back"
     rich_folder(source)
     before = tree(source)
@@ -81,7 +79,7 @@ def test_a_folder_round_trip_is_identical_under_diff_r(url: str, tmp_path: Path)
     assert tree(back) == tree(source)
 
 
-def test_metadata_follows_the_items_when_they_grow(url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_metadata_follows_the_items_when_they_grow(url: str, tmp_path: Path) -> None:
     source, back = tmp_path / "source", tmp_path / "back"
     make_folder(source, 2)
     asyncio.run(export_all(SessionDirectory(source), url))
@@ -101,7 +99,7 @@ def test_metadata_follows_the_items_when_they_grow(url: str, tmp_path: Path) -> 
 
 
 def test_cli_round_trip_is_identical_under_diff_r(
-    url: str,  # noqa: F811
+    url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -145,7 +143,7 @@ asyncio.run(main())
 
 
 def test_the_sdks_own_classes_in_another_process_read_the_files_items(
-    url: str,  # noqa: F811
+    url: str,
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "sessions"
@@ -163,7 +161,7 @@ def test_the_sdks_own_classes_in_another_process_read_the_files_items(
         assert read[session_id] == JSONLSession(session_id, folder).get_items_sync(), session_id
 
 
-def test_items_the_database_gained_keep_the_times_they_had(url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_items_the_database_gained_keep_the_times_they_had(url: str, tmp_path: Path) -> None:
     from test_incremental import add_remote
 
     source, back = tmp_path / "source", tmp_path / "back"

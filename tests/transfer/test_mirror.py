@@ -10,7 +10,6 @@ state machine of folder operations in ``test_mirror_states.py``.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import socket
 import subprocess
@@ -22,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import cli_env, redis_url, run  # noqa: F401  (redis_url is a fixture)
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
+from cli_helpers import run
 from test_transfer import TRICKY
 
 from jsonl_session import JSONLSession, SessionDirectory
@@ -39,49 +37,7 @@ from jsonl_session.transfer.mirror.plan import plan
 pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
 
-_databases = itertools.count()
-
-
 # -- the databases, and what the SDK reads there ---------------------------------------------------
-
-
-@pytest.fixture(params=["postgresql", "redis"])
-def database(request: pytest.FixtureRequest) -> str:
-    """The URL of an empty database: a new PostgreSQL database, or a flushed Redis."""
-    if request.param == "redis":
-        url: str = request.getfixturevalue("redis_url")
-        flush_redis(url)
-        return url
-    return new_postgres_database(request.getfixturevalue("postgres_url"))
-
-
-def new_postgres_database(server_url: str) -> str:
-    """A new, empty database on the server of ``server_url``; its ``postgresql://`` URL."""
-    import importlib
-
-    asyncpg = importlib.import_module("asyncpg")  # untyped
-    plain = server_url.replace("postgresql+asyncpg", "postgresql")
-    name = f"mirror_{next(_databases)}_{int(time.time() * 1000) % 10**8}"
-
-    async def create() -> None:
-        connection = await asyncpg.connect(plain)
-        try:
-            await connection.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await connection.close()
-
-    asyncio.run(create())
-    return plain.rsplit("/", 1)[0] + "/" + name
-
-
-def flush_redis(url: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(url)
-    try:
-        client.flushdb()
-    finally:
-        client.close()
 
 
 async def sdk_view_async(url: str) -> dict[str, list[Any]]:
@@ -334,7 +290,7 @@ def test_cli_verify_dry_run_once_and_json(folder: Path, database: str) -> None:
     assert [json.loads(line)["status"] for line in verify.out.splitlines()] == ["same", "same"]
 
 
-def test_cli_errors_are_one_line_with_exit_codes(folder: Path, redis_url: str) -> None:  # noqa: F811
+def test_cli_errors_are_one_line_with_exit_codes(folder: Path, redis_url: str) -> None:
     from cli_helpers import free_port
 
     down = run(folder, "mirror", "--to", f"redis://:hunter2@127.0.0.1:{free_port()}/0", "--once")

@@ -27,12 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import cli_env, redis_url, run  # noqa: F401  (redis_url is a fixture)
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
+from cli_helpers import cli_env, flush_redis, run
+from pg_helpers import new_postgres_database
 from test_mirror import (
-    flush_redis,
     folder_view,
-    new_postgres_database,
     sdk_view,
     session,
     turn,
@@ -53,12 +51,12 @@ def folder(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def pg(postgres_url: str) -> str:  # noqa: F811
+def pg(postgres_url: str) -> str:
     return new_postgres_database(postgres_url)
 
 
 @pytest.fixture
-def rd(redis_url: str) -> str:  # noqa: F811
+def rd(redis_url: str) -> str:
     flush_redis(redis_url)
     return redis_url
 

@@ -21,14 +21,12 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from cli_helpers import cli_env, free_port, redis_url, skip_unless_required  # noqa: F401  (a fixture)
-from pg_helpers import postgres_url, server_bin  # noqa: F401  (a fixture)
+from cli_helpers import cli_env, flush_redis, free_port, skip_unless_required
+from pg_helpers import new_postgres_database, server_bin
 from test_mirror import (
     Running,
     equal_soon,
-    flush_redis,
     folder_view,
-    new_postgres_database,
     sdk_view,
     sdk_view_elsewhere,
     session,
@@ -121,8 +119,8 @@ def _mirror_process(directory: Path, url: str) -> subprocess.Popen[bytes]:
 @pytest.mark.slow
 def test_fifty_kill_9s_of_each_mirror_neither_lose_nor_duplicate_an_item(
     tmp_path: Path,
-    postgres_url: str,  # noqa: F811
-    redis_url: str,  # noqa: F811
+    postgres_url: str,
+    redis_url: str,
 ) -> None:
     """Two mirrors of one folder, to PostgreSQL and to Redis, each killed 50 times at random points."""
     directory = tmp_path / "sessions"

@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import redis_url, run  # noqa: F401  (redis_url is a fixture)
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
+from cli_helpers import flush_redis, run
+from pg_helpers import new_postgres_database
 from test_mirror import (
     Running,
-    flush_redis,
     folder_view,
-    new_postgres_database,
     sdk_view,
     session,
     turn,

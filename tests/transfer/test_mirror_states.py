@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import redis_url  # noqa: F401  (a fixture)
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
-from test_mirror import database, folder_view, sdk_view_async  # noqa: F401  (database is a fixture)
+from test_mirror import folder_view, sdk_view_async
 
 from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.transfer.mirror import catch_up_mirror, stored_ids
@@ -179,7 +177,7 @@ class FolderMirror(RuleBasedStateMachine):
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def test_the_database_equals_the_folder_at_every_quiet_point(database: str) -> None:  # noqa: F811
+def test_the_database_equals_the_folder_at_every_quiet_point(database: str) -> None:
     FolderMirror.url = database
     run_state_machine_as_test(
         FolderMirror, settings=settings(max_examples=12, stateful_step_count=25, deadline=None)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import cli_env, run
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
 from test_transfer import TRICKY, in_process, many, round_trip
 
 from jsonl_session import JSONLSession
@@ -23,7 +22,7 @@ pytest.importorskip("agents.extensions.memory.sqlalchemy_session", reason="needs
 
 @pytest.mark.parametrize("driver", ["postgresql", "postgresql+asyncpg"])
 def test_round_trip_through_a_real_postgresql_is_byte_for_byte(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     sessions_dir: Path,
     driver: str,
 ) -> None:
@@ -38,7 +37,7 @@ def test_round_trip_through_a_real_postgresql_is_byte_for_byte(
 
 
 def test_export_and_import_commands_with_postgresql(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     sessions_dir: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -55,7 +54,7 @@ def test_export_and_import_commands_with_postgresql(
 
 
 def test_postgresql_failures_are_one_line_errors(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     sessions_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -83,7 +82,7 @@ def test_postgresql_failures_are_one_line_errors(
     assert (no_driver.code, no_driver.err) == (1, expected)
 
 
-def test_sessions_are_kept_apart_in_one_database(postgres_url: str) -> None:  # noqa: F811
+def test_sessions_are_kept_apart_in_one_database(postgres_url: str) -> None:
     async def main() -> None:
         async with open_url(postgres_url, "apart-a") as a, open_url(postgres_url, "apart-b") as b:
             await a.add_items([{"n": 1}])

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import Result, cli_env, redis_url, run  # noqa: F401  (redis_url is a fixture)
+from cli_helpers import Result, cli_env, run
 
 from jsonl_session import JSONLSession
 from jsonl_session.cli.commands import main
@@ -76,7 +76,7 @@ def test_round_trip_through_sql_backends_is_byte_for_byte(
     assert back.path.read_bytes() == source.path.read_bytes()
 
 
-def test_round_trip_through_a_real_redis_server(redis_url: str, sessions_dir: Path) -> None:  # noqa: F811
+def test_round_trip_through_a_real_redis_server(redis_url: str, sessions_dir: Path) -> None:
     source = JSONLSession("src", sessions_dir, durable=False)
     source.add_items_sync(TRICKY + many(2 * BATCH + 7))
     back = JSONLSession("back", sessions_dir, durable=False)
@@ -123,7 +123,7 @@ def in_process(capsys: pytest.CaptureFixture[str], directory: Path, *args: str) 
 def test_export_and_import_commands(
     tmp_path: Path,
     sessions_dir: Path,
-    redis_url: str,  # noqa: F811
+    redis_url: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     source = JSONLSession("convo", sessions_dir)

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import cli_env, redis_url, run  # noqa: F401  (redis_url is a fixture)
-from pg_helpers import postgres_url  # noqa: F401  (a fixture)
+from cli_helpers import cli_env, flush_redis
+from pg_helpers import recreate_database
 from test_transfer import TRICKY, in_process, many
 
 from jsonl_session import JSONLSession
@@ -44,38 +44,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'all.db'}"
     if request.param == "redis":
         url: str = request.getfixturevalue("redis_url")
-        _flush(url)  # the server is shared by this module's tests
+        flush_redis(url)  # the server is shared by this module's tests
         return url
     url = request.getfixturevalue("postgres_url").replace("postgresql+asyncpg", "postgresql")
-    _create_database(url, "all_sessions")
+    recreate_database(url, "all_sessions")
     return url.rsplit("/", 1)[0] + "/all_sessions"
-
-
-def _flush(url: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(url)
-    try:
-        client.flushdb()
-    finally:
-        client.close()
-
-
-def _create_database(url: str, database: str) -> None:
-    import asyncio
-    import importlib
-
-    asyncpg = importlib.import_module("asyncpg")  # untyped
-
-    async def create() -> None:
-        connection = await asyncpg.connect(url)
-        try:
-            await connection.execute(f'DROP DATABASE IF EXISTS "{database}"')
-            await connection.execute(f'CREATE DATABASE "{database}"')
-        finally:
-            await connection.close()
-
-    asyncio.run(create())
 
 
 def test_export_all_then_import_all_round_trips_every_session(
@@ -135,14 +108,14 @@ def test_rerun_skips_identical_appends_grown_reports_different_and_never_overwri
 
 
 def test_an_export_killed_midway_resumes_without_a_half_copied_session(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     folder = tmp_path / "sessions"
     originals = make_folder(folder, 60)
     url = postgres_url.replace("postgresql+asyncpg", "postgresql")
-    _create_database(url, "killed")
+    recreate_database(url, "killed")
     url = url.rsplit("/", 1)[0] + "/killed"
     leader, follower = pty.openpty()  # a terminal, so that the progress bar shows how far it got
     command = [sys.executable, "-m", "jsonl_session", "export", "--all", "--to", url, "--dir", str(folder)]
