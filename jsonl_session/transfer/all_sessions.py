@@ -35,12 +35,12 @@ import stat
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace as with_changes
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..core import worker_threads
+from ..core import reads, storage, worker_threads
 from ..core.codec import encode_items
 from ..core.errors import JSONLSessionError
-from ..core.locking import MISSING
+from ..core.locking import MISSING, fsync_directory
 from ..core.names import TIMES
 from ..session.folder import SessionDirectory
 from ..session.store import JSONLSession
@@ -366,7 +366,7 @@ async def import_items(
     metadata = metadata or {}
     recorded = metadata.get(companion.FILE)
     try:
-        digest, there = await worker_threads.run(
+        payload, digest, there = await worker_threads.run(
             _digest_and_stat, items, recorded is not None, local.path if existed is None else None
         )
     except ValueError as exc:
@@ -383,18 +383,28 @@ async def import_items(
             lock_timeout=local.lock_timeout,
             timestamps=False,
         )
+    durable = local.durable
+    # A new file: created unsynced, so that its folder is fsynced once, after the rename (the
+    # durable create and the durable rename fsynced it twice, where the SDK's own copy does once).
+    sync_folder = private and durable and not existed
+    if sync_folder:
+        writer.durable = False
+    flags = _Flags(replace, existed, as_exported, durable, sync_folder)
     try:
         return await writer.locked_in_thread(
-            _import_locked, writer, items, metadata, (replace, existed, as_exported), write=True, create=True
+            _import_locked, writer, items, payload, metadata, flags, write=True, create=True
         )
     finally:
         if writer is not local:
             writer.close()
+        else:
+            writer.durable = durable
 
 
-def _digest_and_stat(items: list[Any], digest: bool, path: Path | None) -> tuple[bytes | None, bool]:
-    """The items' ``companion.items_digest`` (if asked: encoding and hashing cost about a
-    millisecond per 100 items, not for the loop) and whether ``path`` is a session file (if given).
+def _digest_and_stat(items: list[Any], digest: bool, path: Path | None) -> tuple[bytes, bytes | None, bool]:
+    """The items encoded, their ``companion.items_digest`` (if asked: encoding and hashing cost
+    about a millisecond per 100 items, not for the loop) and whether ``path`` is a session file
+    (if given).
 
     Raises ValueError if the items cannot be written exactly.
     """
@@ -405,36 +415,62 @@ def _digest_and_stat(items: list[Any], digest: bool, path: Path | None) -> tuple
             found = stat.S_ISREG(os.lstat(path).st_mode)  # as SessionDirectory.exists: a symlink is not one
         except FileNotFoundError:
             pass
-    return (companion.items_digest(payload) if digest else None), found
+    return payload, (companion.items_digest(payload, len(items)) if digest else None), found
+
+
+def _encoding_or_none(items: list[Any]) -> bytes | None:
+    """The items as they would be written, or None if they cannot be (e.g. hand-edited huge ints)."""
+    try:
+        return encode_items(items)
+    except ValueError:
+        return None
+
+
+class _Flags(NamedTuple):
+    replace: bool
+    existed: bool
+    as_exported: bool
+    durable: bool
+    """The caller's durability (``local``'s own is off when ``sync_folder``)."""
+    sync_folder: bool
+    """``local`` writes unsynced folder entries: fsync the folder once, when written."""
 
 
 def _import_locked(
-    fd: int, local: JSONLSession, items: list[Any], metadata: Metadata, flags: tuple[bool, bool, bool]
+    fd: int, local: JSONLSession, items: list[Any], payload: bytes, metadata: Metadata, flags: _Flags
 ) -> Outcome:
-    replace, existed, as_exported = flags
-    with local.rewriting(fd) as draft:
-        decided = decide(local.session_id, items, draft.items, replace=replace)
-        if not decided.write:
-            return decided.outcome
-        outcome = decided.outcome
-        if outcome.status == "skipped" and not items and not existed:
-            outcome = Outcome(local.session_id, "copied", 0)  # an empty session, created now
-        written = outcome.status != "skipped"
-        draft.items = list(items)
-        if written:
-            companion.set_mode(fd, metadata)
+    """``local``'s rewrite (as ``JSONLSession.rewriting``) to ``items``, already encoded as ``payload``."""
+    replace, existed, as_exported, durable, sync_folder = flags
+    if sync_folder and os.fstat(fd).st_size:
+        # Made meanwhile by someone else: a crashed writer's torn tail is saved durably as always.
+        storage.repair_tail(fd, local.path, durable=True)
+    held = reads.read_items(fd, local.path)
+    decided = decide(local.session_id, items, held, replace=replace)
+    if not decided.write:
+        return decided.outcome
+    outcome = decided.outcome
+    if outcome.status == "skipped" and not items and not existed:
+        outcome = Outcome(local.session_id, "copied", 0)  # an empty session, created now
+    written = outcome.status != "skipped"
+    if written:
+        companion.set_mode(fd, metadata)
+    rewrite = payload != _encoding_or_none(held)  # bytes: 1 vs 1.0 and key order count too
+    if rewrite:
+        local.replace_locked(fd, payload)
     # Still under the lock, after the items (whose rewrite rewrites ``.times``): the sidecars.
     # Up to date: only the sidecars this folder lacks are added (its own may be newer).
     wrote = companion.apply_locally(
         local.path,
         fd,
         metadata,
-        durable=local.durable,
+        durable=durable,
         only_missing=not written,
         keep_grown=written and not as_exported,
     )
     own = (companion.FILE,) if written and as_exported else ()
     companion.restore_times(local.path, metadata, (*own, *wrote))
+    if sync_folder and (written or rewrite):
+        fsync_directory(local.directory)
     return outcome
 
 

@@ -91,10 +91,11 @@ def read_locally(path: Path, fd: int, payload: bytes) -> Metadata:
     return found
 
 
-def items_digest(payload: bytes) -> bytes:
+def items_digest(payload: bytes, count: int | None = None) -> bytes:
     """The ``.jsonl`` entry's content: how many items were exported and their SHA-256 as JSON Lines,
     so that an import knows whether the items it writes are exactly those (then the file gets
-    its recorded time back) or newer ones (then it keeps the time of the import).
+    its recorded time back) or newer ones (then it keeps the time of the import). ``count``:
+    the number of items, when the caller knows it (else counted in ``payload``).
 
     Example:
         >>> items_digest(b'{"n":1}\\n')[:12]
@@ -103,7 +104,9 @@ def items_digest(payload: bytes) -> bytes:
     import hashlib
 
     digest = hashlib.sha256(payload).hexdigest()
-    return b'{"items":%d,"sha256":"%s"}' % (len(scanner.scan_lines(payload).lines), digest.encode())
+    if count is None:
+        count = len(scanner.scan_lines(payload).lines)
+    return b'{"items":%d,"sha256":"%s"}' % (count, digest.encode())
 
 
 def apply_locally(
