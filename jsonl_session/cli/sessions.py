@@ -203,7 +203,7 @@ def _show_document(args: argparse.Namespace) -> int:
     if args.json or not (args.html or args.markdown):
         error("show: -o goes with --html or --markdown, and --json with neither")
         return 2
-    if args.turns:  # it used to be ignored: the whole transcript came out instead
+    if args.turns:  # refused, not ignored: a page of turns is text or JSON
         error("show: --turns lists turns as text or --json, not as --html or --markdown")
         return 2
     path = existing(args, args.id).path

@@ -323,7 +323,7 @@ def _walk(item: Any) -> Iterator[tuple[str | None, Any]]:
     """Every value in ``item`` with its path, depth first, without recursing.
 
     Stops with ``(None, reason)`` at the first container nested deeper than orjson
-    writes: a 10,000-deep or self-referencing item used to raise ``RecursionError`` here
+    writes, so a 10,000-deep or self-referencing item cannot raise ``RecursionError`` here
     (tests/render/test_hostile_content.py). Paths are built only for values actually yielded, from
     a chain of (segment, parent) links, so a deep item costs no quadratic string building.
     """

@@ -215,7 +215,7 @@ def warn_at_caller(warning: Warning) -> None:
 class SkippedSessionWarning(UserWarning):
     """``SessionDirectory.list()`` skipped a session it could not read (permissions, a lock held too long).
 
-    One bad file used to stop the whole listing; now it is named in this warning and the
+    One bad file must not stop the whole listing: it is named in this warning and the
     others are listed (pass ``on_error`` to handle it yourself).
     """
 

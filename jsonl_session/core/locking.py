@@ -334,8 +334,8 @@ class FileHandle:
 
         thread = threading.get_ident()
         if self._held_by_blocking_block_of(thread):
-            # ``await session.add_items()`` inside ``with session.rewrite():`` waited the whole
-            # timeout, then blamed another process (issue 24). A blocking block held by this
+            # ``await session.add_items()`` inside ``with session.rewrite():`` would wait the whole
+            # timeout, then blame another process. A blocking block held by this
             # thread cannot end while this coroutine waits: raise at once, as the twin does.
             # An async block of another task on this loop (``AsyncLocked``) is waited for.
             raise LockReentryError(self.path)

@@ -114,7 +114,7 @@ def _create(path: StrPath, *, durable: bool) -> int:
     except OSError as exc:
         raise _explain_open_error(path, exc) from None
     try:
-        # A new session never inherits what a deleted one of its name left (issue 24); the
+        # A new session never inherits what a deleted one of its name left; the
         # folder fsync below covers these unlinks too.
         forget_previous_owner(path)
     except BaseException:
@@ -163,7 +163,7 @@ def forget_previous_owner(session_path: str | os.PathLike[str]) -> None:
     """Remove the sidecars a deleted session of the same name left; called as a session file is created.
 
     ``rm sessions/x.jsonl`` by hand leaves ``x.jsonl.run`` and ``x.jsonl.usage`` behind, and a
-    new session ``x`` was born "paused" with the old tokens in ``stats`` (issue 24). A file the
+    new session ``x`` would be born "paused" with the old tokens in ``stats``. A file the
     library creates (``O_CREAT | O_EXCL``, so it is ours and new) therefore starts with no
     metadata; a file that comes back otherwise (``git checkout``, ``mv``) keeps its sidecars.
     The caller fsyncs the folder afterwards (a durable create does anyway). ``.torn`` stays:

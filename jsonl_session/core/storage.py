@@ -220,7 +220,7 @@ def replace_file(
 def _keep_owner(temp_fd: int, held: os.stat_result, path: Path) -> None:
     """Give the new file the old one's owner and group, or refuse before anything is replaced.
 
-    Run as root, a rewrite used to hand the session to root (tests/core/test_ownership.py).
+    Run as root, a rewrite would otherwise hand the session to root (tests/core/test_ownership.py).
     """
     made = os.fstat(temp_fd)
     if (made.st_uid, made.st_gid) == (held.st_uid, held.st_gid):
@@ -274,7 +274,7 @@ def _truncate(
 ) -> None:
     """Cut the file to ``size``; if the cut cannot be made durable, put the bytes back and raise.
 
-    As for appends, a failed fsync leaves the file as it was: pop and clear used to raise
+    As for appends, a failed fsync leaves the file as it was: pop and clear never raise
     with their bytes already gone (tests/reliability/test_faults.py). The bytes are kept by
     ``undo_buffer.Removed``, on disk when large, so a clear needs no memory for them; a caller
     that has read them already (a pop) passes them as ``removed``, the bytes ``size:end``.

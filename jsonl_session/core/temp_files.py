@@ -4,7 +4,7 @@ A rewrite writes the new content to ``.<name>.<8 hex>.tmp`` next to the session 
 it over the session. A process killed before the rename leaves that file behind, a full copy
 of the conversation, forever (tests/core/test_leftovers.py). ``jsonl-session edit`` puts the copy
 a person edits next to the session too, as ``.#<name>.edit-<pid>-<8 hex>.jsonl`` (not in the
-shared temp folder, where a killed edit used to leave the conversation). So:
+shared temp folder, where a killed edit would leave the conversation). So:
 
 * the writer holds an exclusive ``flock`` on its temporary file from the moment it exists
   until it is renamed or removed; a lock dies with its process, so a temporary file that

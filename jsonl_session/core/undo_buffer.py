@@ -2,7 +2,7 @@
 
 A durable ``pop`` or ``clear`` cuts the file, then syncs; if the sync fails the file must be
 as it was (tests/reliability/test_faults.py), so the removed bytes are kept until the sync
-succeeds. ``clear_session()`` of a 300 MB session used to keep all 300 MB in memory
+succeeds. ``clear_session()`` of a 300 MB session must not keep all 300 MB in memory
 (tests/project/test_memory.py). Small removals (a ``pop``) still stay in memory; larger ones are
 copied by the kernel (``copy_file_range``) into an unnamed file in the session's own folder:
 no copy of the conversation in a shared temp folder, and none left behind by a crash

@@ -132,7 +132,7 @@ def rewind(fd: int, path: Path, turns: int, *, durable: bool) -> list[Any]:
         starts = [index for index, (_, item) in enumerate(entries) if is_user_message(item)]
         at_start = len(lines) < wanted - (tail_item is not None)
         if len(starts) >= turns or at_start:
-            if len(starts) < turns:  # was: everything, without a word (issue 24)
+            if len(starts) < turns:  # never rewind everything silently
                 raise TooFewTurnsError(path, len(starts), f"rewind {turns}")
             first = starts[-turns]
             storage.truncate(fd, entries[first][0], durable=durable)

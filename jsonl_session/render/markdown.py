@@ -38,7 +38,7 @@ FOLD_LINES = 12
 _SPECIAL = re.compile(r"([\\`*_\[\]<>&|~$@])")
 _LINE_START = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
 # GFM's autolink extension makes links of bare URLs, ``www.`` names and e-mail addresses in
-# plain text, escaped or not (issue 24): ``https://x``, ``www.x.y``, ``a@b.c``. A backslash
+# plain text, escaped or not: ``https://x``, ``www.x.y``, ``a@b.c``. A backslash
 # before the ``:`` of ``://`` or the ``.`` of ``www.`` stops the first two (cmark-gfm looks
 # for them in the source); an address is found in the parsed text, where escapes are already
 # gone, so an empty HTML comment (invisible, and dropped by GitHub) splits it before the

@@ -278,7 +278,7 @@ class SessionDirectory:
             items = items[:at]
         elif at_turn is not None:
             turns = split_turns(items)
-            if at_turn > len(turns):  # was: all of it, exit 0 (issue 24)
+            if at_turn > len(turns):  # not a silent copy of all of it
                 raise TooFewTurnsError(source.path, len(turns), f"fork at turn {at_turn}")
             items = items[: turns[at_turn].start] if at_turn < len(turns) else items
         target.write_fork(items, new_lineage(source_id, items), times[: len(items)])

@@ -311,7 +311,7 @@ class HistoryMethods(LockedOperations):
 
 
 def _refuse_unfinished(result: Any) -> None:
-    """A streamed run that is still going has no final usage, nor a turn of its own yet (issue 24)."""
+    """A streamed run that is still going has no final usage, nor a turn of its own yet."""
     if getattr(result, "is_complete", True) is False:
         raise ValueError(
             "this streamed run has not finished (result.is_complete is False): record its usage "

@@ -444,7 +444,7 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
             if self._times is not None:
                 self._times.clear()
             # A paused run resumes turns that are gone now (as after ``rewind``); the usage
-            # log is a ledger of tokens spent, and stays (docs/history.md, issue 24).
+            # log is a ledger of tokens spent, and stays (docs/history.md).
             paused_runs.clear(self.path, durable=self.durable)
 
 

@@ -1,8 +1,8 @@
 """Edit a session by hand while an agent keeps writing to it: a copy, then a merge under the lock.
 
-``jsonl-session edit`` used to hold the session's write lock for as long as the editor was
-open, so a running agent's ``add_items`` failed with ``LockTimeout`` after 10 s
-(tests/tools/test_edit_concurrent.py). Now the lock is held only for a moment at each end:
+Holding the session's write lock for as long as the editor is open would make a running
+agent's ``add_items`` fail with ``LockTimeout`` after 10 s (tests/tools/test_edit_concurrent.py),
+so the lock is held only for a moment at each end:
 
 1. the session's bytes are read under a shared lock (the *base*) and written to a copy next
    to the session (``core.temp_files.create_edit_copy``: 0600, locked, removed when the edit ends;
@@ -89,8 +89,8 @@ class EditCopy:
         """Keep the edited copy out of ``check --fix``'s reach; return where it is now.
 
         Under its first name the copy says which process edits it, and once that process
-        exited ``check --fix`` removed it as a dead edit's copy: the copy this message had just
-        said was kept (issue 24). A kept edit is renamed ``.#<file>.kept-<hex>.jsonl``, which
+        exits ``check --fix`` would remove it as a dead edit's copy: the copy this message has
+        just said is kept. A kept edit is renamed ``.#<file>.kept-<hex>.jsonl``, which
         ``check`` names and never removes (``tools.leftovers``).
         """
         self.keep = True

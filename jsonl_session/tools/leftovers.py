@@ -14,8 +14,8 @@
 * *kept edits*: when ``jsonl-session edit`` cannot save (the session changed meanwhile), it
   tells the person that their edit is kept, and renames the copy to
   ``.#<file>.jsonl.kept-<8 hex>.jsonl``. Under its first name (``.#<file>.jsonl.edit-<pid>-...``)
-  the copy looked like a dead edit's once the process exited, and ``check --fix`` removed it
-  (issue 24). Under this one ``check`` names it and never removes it.
+  the copy looks like a dead edit's once the process exits, and ``check --fix`` would remove
+  it. Under this one ``check`` names it and never removes it.
 """
 
 from __future__ import annotations
