@@ -40,7 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _seed_property_tests(config: pytest.Config) -> None:
-    """Every hypothesis test tries the same examples on every run, so a failure comes back (issue 29).
+    """Every hypothesis test tries the same examples on every run, so a failure comes back.
 
     By default each test's examples derive from the test itself (``derandomize``). To explore
     others, give a seed: ``pytest --hypothesis-seed=N`` (``stress/fuzz.py`` runs many more

@@ -7,7 +7,7 @@ the CLI or a function as ``nobody`` in a forked child, in the ``shared_tmp`` fol
 
 The child imports what the parent has not yet (the CLI's modules, orjson), so ``nobody``
 must be able to read the source tree: from a clone in a private folder it cannot, and the
-tests failed with ``ModuleNotFoundError`` (issue 24). They skip instead, saying why.
+tests failed with ``ModuleNotFoundError``. They skip instead, saying why.
 """
 
 from __future__ import annotations

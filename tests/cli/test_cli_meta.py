@@ -1,4 +1,4 @@
-"""``jsonl-session meta``, ``ls --tag/--user/--json`` and ``show``'s header line (issue 26 point 2).
+"""``jsonl-session meta``, ``ls --tag/--user/--json`` and ``show``'s header line.
 
 Real processes on real files: what a user types and sees, exit codes included.
 """

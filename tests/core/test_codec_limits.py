@@ -1,6 +1,6 @@
 """The exact parser's limits and the not-storable explanation, at their edges.
 
-Found by mutation testing (issue 29): the exact parser (lines with 19+ digit numbers) could
+Found by mutation testing: the exact parser (lines with 19+ digit numbers) could
 refuse a line exactly as deep as orjson reads, quote more of a huge number than it says, and
 the explanation of a refused item could blame the smallest 64-bit integer for another value's fault.
 """

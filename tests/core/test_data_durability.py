@@ -4,7 +4,7 @@
 ``fsync``) calls on the session file itself and on a rewrite's temporary file, for the
 blocking calls and for the async ones, whose syncs run in worker threads (``strace -f``
 follows those). An async append once made no ``fdatasync`` at all once its folder was
-synced (issue 29): the Runner's path had lost its durability while every test passed.
+synced: the Runner's path had lost its durability while every test passed.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The error reaches the caller and the file is exactly what it was before the call
 neither duplicates nor loses anything. The async calls run their syncs in worker threads
 through other functions than their blocking twins (``storage.sync_or_undo`` after an inline
 write, a compaction's replace), so each is tested itself: a failed ``fdatasync`` on the async
-append once no longer undid it (issue 29). A removal over 1 MiB is kept in an unnamed file
+append once no longer undid it. A removal over 1 MiB is kept in an unnamed file
 (``core/undo_buffer.py``) and must be put back from the offset where it began.
 
 No unprivileged way to make fsync fail exists (dm-error needs root), so a forked child patches

@@ -5,7 +5,7 @@ reference to the lock object releases a lock whose block was abandoned (``core/l
 but only once that object is freed: a caller that keeps the exception (a log, a retry loop's
 ``last_error``, ``sys.last_value``) keeps its traceback, whose frames keep the lock object,
 so a missing release there stranded the lock for good while the random-signal tests
-(``test_lock_signals.py``, which drop their exceptions) still passed (issue 29).
+(``test_lock_signals.py``, which drop their exceptions) still passed.
 
 The "signal" is made deterministic: the function that took the lock raises as it returns.
 """

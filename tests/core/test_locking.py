@@ -76,7 +76,7 @@ def test_a_call_inside_rewrite_is_a_lock_reentry_error(session: JSONLSession) ->
 
 
 def test_an_async_call_inside_rewrite_is_a_lock_reentry_error_at_once(session: JSONLSession) -> None:
-    """Like its blocking twin: it used to wait the whole lock_timeout, then blame "another process"."""
+    """Like its blocking twin: it must not wait the whole lock_timeout, then blame "another process"."""
     import time
 
     session.add_items_sync([{"role": "user", "content": "a"}])
@@ -155,7 +155,7 @@ def test_no_code_outside_locking_pairs_acquire_and_release_by_hand() -> None:
 
 def test_a_failed_directory_fsync_after_creating_leaks_no_descriptor(sessions_dir: Path) -> None:
     """Issue 15, point 9: with the last descriptor slot taken by the new file, opening its
-    folder for the fsync fails with EMFILE; the file's descriptor used to leak."""
+    folder for the fsync fails with EMFILE; the file's descriptor must not leak."""
     sessions_dir.mkdir()
     session = JSONLSession("new", sessions_dir)
     before = sorted(os.listdir("/proc/self/fd"))

@@ -1,6 +1,6 @@
-"""A rewrite keeps the session file's owner, or refuses before changing anything (issue 15 point 10).
+"""A rewrite keeps the session file's owner, or refuses before changing anything.
 
-Run as root, a rewrite used to give the file to root: the test with another owner failed.
+Run as root, a rewrite would otherwise give the file to root.
 """
 
 from __future__ import annotations

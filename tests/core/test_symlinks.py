@@ -1,6 +1,6 @@
-"""A symlink where a session belongs is refused by every command and library entry point (issue 15 point 5).
+"""A symlink where a session belongs is refused by every command and library entry point.
 
-``check --secrets ID`` used to read through a symlinked session to a file outside the folder
+``check --secrets ID`` must not read through a symlinked session to a file outside the folder
 (its findings quoted that file); the test of that command failed before the fix. The rest pin
 that every other way in refuses it too, and that the file outside is never read or changed.
 """

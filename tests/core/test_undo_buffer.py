@@ -2,7 +2,7 @@
 
 From the outside a spill and the in-memory fallback look alike (the bytes come back either way),
 so a spill that silently failed every time (a wrong length, a zero chunk, an EOF check turned
-around) was hidden by the fallback: mutation testing found those survivors (issue 29). These
+around) was hidden by the fallback: mutation testing found those survivors. These
 tests say which way the bytes were kept, and force the kernel copy's own fallback too.
 """
 

@@ -3,7 +3,7 @@
 orjson writes ``NaN`` and the infinities as ``null`` and cannot write integers beyond 64 bits;
 ``encode_items`` reads every line back and compares. The Runner adds one item per call, which
 takes a fast path of its own: dropping its round-trip check stored ``NaN`` as ``null``, and
-only an unseeded random fuzz test noticed now and then (issue 29). Here each value goes
+only an unseeded random fuzz test noticed now and then. Here each value goes
 through the one-item path and the general one, blocking and async, by name.
 
 A hand-edited file may hold an integer beyond 64 bits, which orjson would read as a rounded

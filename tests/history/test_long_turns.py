@@ -3,7 +3,7 @@
 Both scan back from the end in growing batches (8 items per turn at first). A turn of ~20
 items, tool calls and their outputs included, must still come back whole, starting at its
 user message: ``turn_limit=1`` once returned 8 items beginning mid-turn at a
-``function_call`` (issue 29), the very cut ``turn_limit`` exists to prevent.
+``function_call``, the very cut ``turn_limit`` exists to prevent.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-session metadata (issue 26 point 2): title, tags, owner and a free-form mapping in ``.meta``.
+"""Per-session metadata: title, tags, owner and a free-form mapping in ``.meta``.
 
 Set and read through the library (blocking and async), stored beside the session under its lock
 and atomically, carried by ``rm`` and by a session created in a deleted one's place, listed by

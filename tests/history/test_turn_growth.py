@@ -1,4 +1,4 @@
-"""Context growth per turn (issue 26 point 6): bytes, context, recorded input tokens, largest outputs.
+"""Context growth per turn: bytes, context, recorded input tokens, largest outputs.
 
 The numbers are checked on a session recorded by the real Runner (a scripted model, its usage
 logged by ``record_usage``) against the file's own line lengths; the CLI's ``show --turns`` and

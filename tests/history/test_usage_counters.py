@@ -3,7 +3,7 @@
 Log lines written by hand, by an older version or by another tool may lack a counter; the
 SDK's usage objects may lack a detail; a counter may hold something that is not a number.
 Each counts as 0 (never as 1, never a crash), and a resumed run's share is computed per
-counter. These were the survivors of mutation testing (issue 29): each test names the mutant
+counter. These were the survivors of mutation testing: each test names the mutant
 it kills.
 """
 

@@ -210,7 +210,7 @@ def test_the_history_example_pauses_and_a_second_process_approves(tmp_path: Path
     assert example_run().startswith("refund: paused")  # re-running starts over
 
 
-# -- metadata follows its session (issue 24) ----------------------------------------------------
+# -- metadata follows its session ----------------------------------------------------
 
 
 class _State:

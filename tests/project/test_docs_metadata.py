@@ -1,4 +1,4 @@
-"""docs/metadata.md's Python example runs as shown and prints what its comments say (issue 26)."""
+"""docs/metadata.md's Python example runs as shown and prints what its comments say."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whole-file operations keep memory flat on a big session (issue 15 point 7).
+"""Whole-file operations keep memory flat on a big session.
 
 Peak memory is a property of the code, not of the machine's speed, so it may be asserted:
 each operation runs in a fresh process on a 64 MB session and its peak resident memory

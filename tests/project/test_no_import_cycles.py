@@ -10,7 +10,7 @@ fails there.
 
 Imports inside functions (deferred to the first call, to keep start-up fast) **do count**: they
 run, and a cycle through one is the same tangle (two modules that each need the other) put off
-until later, which is what issue 23 set out to remove (``cli`` <-> its command modules,
+until later, which is what the layered design removes (``cli`` <-> its command modules,
 ``session`` <-> ``compaction``). A module in a runtime cycle fails here, and the message spells
 the cycle out (``a -> b -> a``) with the line of each import.
 """

@@ -1,7 +1,7 @@
 """The helpers that run tests as ``nobody`` skip, with a reason, when ``nobody`` cannot read the code.
 
 From a clone in a private folder (``/root/src``, 0700) a child that dropped to ``nobody``
-failed with ``ModuleNotFoundError`` at its first import of a module not loaded yet (issue 24):
+failed with ``ModuleNotFoundError`` at its first import of a module not loaded yet:
 a failure that says nothing about the library.
 """
 

@@ -45,7 +45,7 @@ NOT_FOR_LS = {
     "jsonl_session.history.turns",
     "jsonl_session.history.usage",
     "jsonl_session.history.lineage",
-    # a folder without .meta files reads and imports nothing about metadata (issue 26)
+    # a folder without .meta files reads and imports nothing about metadata
     "jsonl_session.history.metadata",
     "jsonl_session.history.page_data",
     "jsonl_session.cli.meta",

@@ -37,7 +37,7 @@ def _check_order(items: list[Any]) -> None:
 
 def _reader(directory: str, durable: bool, stop: Any, conn: Connection) -> None:
     session = JSONLSession("load", directory, durable=durable, lock_timeout=120)
-    rng = random.Random(29)  # seeded, like the rest of the suite (issue 29)
+    rng = random.Random(29)  # seeded, like the rest of the suite
     reads, error = 0, None
     while not stop.is_set() and error is None:
         try:

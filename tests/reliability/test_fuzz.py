@@ -3,7 +3,7 @@
 Short here; ``stress/fuzz.py`` runs the same tests with many more examples
 (``JSONL_SESSION_FUZZ_SCALE`` multiplies the example counts).
 
-Seeded (issue 29): the suite's hypothesis profile (``tests/conftest.py``) derandomizes every
+Seeded: the suite's hypothesis profile (``tests/conftest.py``) derandomizes every
 property test, so each run tries the same examples and a failure comes back on the next run;
 ``pytest --hypothesis-seed=N`` explores other examples, reproducibly. A failure says which.
 Before, a planted bug (NaN stored as ``null``) was caught by this file only now and then.

@@ -1,4 +1,4 @@
-"""Hostile content (issue 15, points 1, 2, 4): odd shapes and deep nesting get clear outcomes, no crash.
+"""Hostile content: odd shapes and deep nesting get clear outcomes, no crash.
 
 Each test here failed before its fix: ``check`` crashed on an unhashable ``type``, deep items
 raised ``RecursionError`` or "internal error", and ``redact`` dropped a value.

@@ -1,4 +1,4 @@
-"""``show --html`` streams (issue 24 point 8): the same page, written a piece at a time, flat memory.
+"""``show --html`` streams: the same page, written a piece at a time, flat memory.
 
 The page is compared byte for byte with the one built whole (``session_html``) on files with
 every awkward line (hostile items, bad lines, blank lines, a torn tail, more than one piece);

@@ -1,4 +1,4 @@
-"""The page's ``about`` data (title, tags, owner, turns: issue 26) travels as data, never as markup."""
+"""The page's ``about`` data (title, tags, owner, turns) travels as data, never as markup."""
 
 from __future__ import annotations
 

@@ -525,7 +525,7 @@ def test_axe_finds_no_serious_violation(
 ) -> None:
     wide = {"type": "function_call_output", "call_id": "w", "output": "z" * 400}
     write_session(live_folder / "wide.jsonl", [*conversation(), wide], extra_lines=[b"{bad"])
-    # a header with title, tags and owner (and, in the index, their columns): issue 26
+    # a header with title, tags and owner (and, in the index, their columns)
     JSONLSession("chat", live_folder).set_metadata_sync(title="Weather", add_tags=["demo"], owner="user-42")
     server: Server = server_for(live_folder)
     context = browser.new_context(viewport={"width": 1100, "height": 900}, color_scheme=scheme)  # type: ignore[arg-type]

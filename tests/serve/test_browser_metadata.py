@@ -1,4 +1,4 @@
-"""Titles, tags, owner and the turns panel in a real browser (issue 26 points 2 and 6).
+"""Titles, tags, owner and the turns panel in a real browser.
 
 The same Chromium, Playwright and axe-core as ``test_browser.py`` (its fixtures and helpers):
 the page's header shows the session's metadata, a collapsible "Turns" panel lists each turn's

@@ -1,4 +1,4 @@
-"""``serve`` holds bounded resources whatever its clients do (issue 24 point 1).
+"""``serve`` holds bounded resources whatever its clients do.
 
 A page that never reads its events, a connection that sends half a request or nothing, too
 many connections at once: each is bounded in bytes, in time or in number. The server runs

@@ -304,7 +304,7 @@ def test_a_malformed_session_is_reported_and_the_others_stay_live(server_for: An
         events.close()
 
 
-# -- one Host policy, whatever the address; usage errors; no framing (issue 24 point 2) -------------
+# -- one Host policy, whatever the address; usage errors; no framing -------------
 
 
 def status_for(server: Server, host: str, path: str = "/api/sessions") -> int:

@@ -1,4 +1,4 @@
-"""``serve``'s memory does not grow with its clients: stalled readers of a big session (issue 35).
+"""``serve``'s memory does not grow with its clients: stalled readers of a big session.
 
 A client that asks for a page and stops reading holds a server thread for up to the write
 timeout. What that thread holds must be a bounded piece of the page, read from the file as

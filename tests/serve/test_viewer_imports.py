@@ -1,4 +1,4 @@
-"""The viewer's modules import no circle, not even for types (issue 37 point 4).
+"""The viewer's modules import no circle, not even for types.
 
 tests/project/test_no_import_cycles.py leaves out imports under ``if TYPE_CHECKING:`` for the
 whole package; here they count too. A session's changes reach its pages through callables the

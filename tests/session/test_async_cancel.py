@@ -211,7 +211,7 @@ def test_an_exception_inside_submit_after_queueing_never_unlocks_under_the_worke
     session: JSONLSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # submit() queues the work, then starts a thread (which waits): a signal handler raising
-    # there used to make the caller unlock while the worker still wrote.
+    # there would make the caller unlock while the worker still wrote.
     grow = workers._Pool._grow
 
     def grow_then_interrupted(pool: Any) -> None:
@@ -292,7 +292,7 @@ def test_durable_writes_yield_even_when_the_lock_times_out_at_once(sessions_dir:
 
 
 def test_a_worker_raising_stop_iteration_reaches_its_caller(session: JSONLSession) -> None:
-    # A future refuses StopIteration as an exception: the caller used to wait forever.
+    # A future refuses StopIteration as an exception: the caller would wait forever.
     session.add_items_sync([{"n": 1}])
 
     def work(fd: int) -> None:

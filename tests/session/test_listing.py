@@ -1,4 +1,4 @@
-"""Listing for applications (issue 38 part 3): pages newest first, and a cache of counts and last
+"""Listing for applications: pages newest first, and a cache of counts and last
 activity that is taken only while the files prove themselves unchanged.
 
 Whether a listing opens session files is observed with strace, never timed.

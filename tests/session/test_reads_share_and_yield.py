@@ -1,6 +1,6 @@
 """Reads take the shared lock and, when big, leave the event loop free; rewrites create what they need.
 
-Found by mutation testing (issue 29): reads taking the *exclusive* lock, a big read
+Found by mutation testing: reads taking the *exclusive* lock, a big read
 run on the loop instead of in a worker thread, and ``rewrite()`` on a session with no file yet
 not creating it all passed the suite.
 """

@@ -1,4 +1,4 @@
-"""Run-context routing (issue 38 part 1): the Runner hands the session its run context on every
+"""Run-context routing: the Runner hands the session its run context on every
 call, and a ``route`` keeps each user's sessions apart, tagged with their owner."""
 
 from __future__ import annotations

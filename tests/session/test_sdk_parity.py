@@ -1,6 +1,6 @@
 """Where code written against the SDK's ``SQLiteSession`` relies on a behaviour, we behave the same.
 
-Found by running the SDK's own session tests on a JSONL session (``tests/sdk_suite``, issue 27):
+Found by running the SDK's own session tests on a JSONL session (``tests/sdk_suite``):
 a negative limit is "no limit", an item that cannot be stored raises ``TypeError``, unknown
 settings are refused with the SDK's own message, and compaction's snapshot is an internal read,
 not a call of the public ``get_items`` that wrappers and tests count. The deviations that remain

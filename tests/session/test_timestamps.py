@@ -266,7 +266,7 @@ def test_a_fork_keeps_the_times_of_the_prefix(tmp_path: Path) -> None:
 
 
 def test_timestamps_are_on_by_default_for_every_session(tmp_path: Path) -> None:
-    """Durable or not (issue 39: a ``durable=False`` add pays a few per cent for its record)."""
+    """Durable or not (a ``durable=False`` add pays a few per cent for its record: docs/benchmarks.md)."""
     assert JSONLSession("a", tmp_path).timestamps is True
     assert JSONLSession("b", tmp_path, durable=False).timestamps is True
     before = now_ms()
@@ -386,7 +386,7 @@ def test_a_whole_sidecar_is_searched_a_piece_at_a_time_past_non_records(tmp_path
     assert times_of(session) == times
 
 
-# -- the batch record (issue 39) and the records of older versions -----------------------------
+# -- the batch record and the records of older versions -----------------------------
 
 T = 1764790799999
 OLD_FORMAT = Path(__file__).parent / "data" / "old_format.jsonl.times"

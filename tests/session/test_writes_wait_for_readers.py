@@ -1,6 +1,6 @@
 """Every write waits for the readers of another process: it takes the lock exclusively.
 
-Found by mutation testing (issue 29): ``pop_item_sync`` under the *shared* lock passed the
+Found by mutation testing: ``pop_item_sync`` under the *shared* lock passed the
 suite. A write beside a reader can cut the line the reader is in the middle of.
 """
 

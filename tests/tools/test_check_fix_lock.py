@@ -4,7 +4,7 @@ A plain ``check`` reads under the shared lock, alongside other readers. ``--fix`
 torn tail and removes a killed writer's temporary files, so it must hold the session
 exclusively: with another process holding a *shared* lock (a reader, a follower, a
 ``check`` in another terminal) it waits, times out and says so, and changes nothing. A
-``--fix`` that took only the shared lock went unnoticed by the suite (issue 29).
+``--fix`` that took only the shared lock went unnoticed by the suite.
 """
 
 from __future__ import annotations

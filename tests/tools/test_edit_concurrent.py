@@ -1,4 +1,4 @@
-"""``jsonl-session edit`` beside a running agent (issue 15 point 11), with real processes.
+"""``jsonl-session edit`` beside a running agent, with real processes.
 
 Before: the edit held the session's lock while the editor was open, so the agent's append
 failed with LockTimeout (the first test failed); an edit that changed nothing said "saved";
@@ -145,7 +145,7 @@ def test_a_real_conflict_saves_nothing_and_keeps_the_edit(
     assert kept.parent == sessions_dir and kept.name.startswith(".#c.jsonl.kept-")
     assert session.path.read_bytes() == after_pop
     assert kept.read_text().endswith('"Edited"}\n') and not edits[0].copy.exists()
-    # `check --fix` removed the copy that `edit` had just said it kept (issue 24): no more.
+    # `check --fix` must not remove the copy that `edit` has just said it kept.
     for args in (["check"], ["check", "--fix"], ["check", "c"]):
         check = run(sessions_dir, *args)
         assert check.code == 1 and f"{kept}: an edit kept after a conflict" in check.out, args

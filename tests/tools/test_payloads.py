@@ -1,4 +1,4 @@
-"""Big payloads (issue 38 part 4): ``stats`` says what takes the room, ``check`` warns above a size,
+"""Big payloads: ``stats`` says what takes the room, ``check`` warns above a size,
 and neither changes what the model receives."""
 
 from __future__ import annotations

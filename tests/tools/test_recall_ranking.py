@@ -1,4 +1,4 @@
-"""The recall tool ranks (issue 38 part 5): ``order="relevance"`` puts the best matches first (BM25
+"""The recall tool ranks: ``order="relevance"`` puts the best matches first (BM25
 at query time), ``order="newest"`` keeps newest sessions first, and the answer stays bounded."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Whole-folder copies at their edges: progress, sessions the SDK wrote alone, a lock held
 elsewhere, a file already up to date, sidecars grown after the export.
 
-Each test here kills a mutant that survived the whole suite (issue 29, mutation testing);
+Each test here kills a mutant that survived the whole suite (mutation testing, ``mutation/``);
 the docstrings name them. Against the real backends of ``test_incremental``.
 """
 

@@ -1,4 +1,4 @@
-"""Incremental copies (issue 25 point 1): a destination that holds the first items of its source
+"""Incremental copies: a destination that holds the first items of its source
 gets only the missing tail; one that holds other items is reported as ``differs at item K`` and
 left alone unless ``replace``; the same items are ``up to date``.
 

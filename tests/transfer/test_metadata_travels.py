@@ -1,4 +1,4 @@
-"""Metadata travels (issue 25 point 3): a whole folder, files -> backend -> files, is identical
+"""Metadata travels: a whole folder, files -> backend -> files, is identical
 under ``diff -r``, sidecars and empty sessions included, with each file's mode and
 modification time; the SDK's own session classes, in another process, read from the copied
 database exactly the items ``get_items()`` reads from the files.

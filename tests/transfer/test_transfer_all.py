@@ -56,7 +56,7 @@ def test_export_all_then_import_all_round_trips_every_session(
 ) -> None:
     source = tmp_path / "source"
     originals = make_folder(source, 12)
-    (source / "empty.jsonl").write_bytes(b"")  # an empty session: copied too, and back (issue 24)
+    (source / "empty.jsonl").write_bytes(b"")  # an empty session: copied too, and back
     originals["empty"] = b""
     exported = in_process(capsys, source, "export", "--all", "--to", backend)
     total = sum(len(TRICKY) + n % 5 for n in range(12))

@@ -102,7 +102,7 @@ def look_quickly(state: FileState, content: bytes) -> tuple[int, Any]:
 
 
 def test_the_quick_path_serves_every_append_without_a_second_read() -> None:
-    """Catches (mutation testing, issue 29): the quick path giving up (``None``) where only
+    """Catches (mutation testing, ``mutation/``): the quick path giving up (``None``) where only
     appends happened: the last line's slice, length or hash taken from the wrong place, the
     newline after a last line that had none not accepted, an unchanged file read whole. The
     full read that followed gave the same changes, so only this test tells them apart."""

@@ -2,7 +2,7 @@
 
 Random sequences of library operations run *between two wake-ups*, then the blocking watcher
 catches up once (deterministically, without waiting for an event) and its list is compared
-with the file. These are the tests that would have caught issue 10: pops or a clear followed
+with the file. These tests catch a follower that drifts from the file: pops or a clear followed
 by appends that leave the remembered last line byte-identical at its old offset, a rename
 whose new file gets the old inode number back, and ``start=n`` with fewer than n items.
 """

@@ -1,4 +1,4 @@
-"""A folder watch keeps following every session when one of them cannot be read (issue 15, point 8).
+"""A folder watch keeps following every session when one of them cannot be read.
 
 Stepped by hand (``catch_up()``), so no test waits on events.
 """

@@ -5,7 +5,7 @@ If another tool then appends without first writing a newline, its bytes are glue
 line, which is another line now (a torn tail, or an item followed by more). The file has
 only grown and our mark is unchanged, so "only appends" looks true, but the last delivered
 line is no longer what it was: the follower must compare again, or its list and the file
-part ways. Removing that check went unnoticed by the suite (issue 29).
+part ways. Removing that check went unnoticed by the suite.
 """
 
 from __future__ import annotations
