@@ -3,7 +3,7 @@
 An application's sidebar asks for the 20 most recently active sessions; ``ls`` lists them all.
 Both rank every session by last activity, which needs one ``lstat`` per session file (two with
 a ``.times`` sidecar); counts and activity come from the listing cache when the files are
-unchanged (``jsonl_session/session/listing_cache.py``). Targets (issue 38): the first page of 20
+unchanged (``jsonl_session/session/listing_cache.py``). Targets: the first page of 20
 in <= 100 ms; the whole listing, warm, <= 3x ``ls -l`` of the same folder; cold (an empty
 listing cache, every session counted), at disk speed: reported against a bare interpreter that
 reads every file once (the floor of counting).

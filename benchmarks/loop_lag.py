@@ -19,7 +19,7 @@ Measured in one run, stores alternating round by round so noise hits both:
 * **the machine**: how often a busy CPU thread with no file work at all is frozen while
   another process fdatasyncs flat out (on this VM: ~20 ms every 100 ms).
 
-Targets (issue 11): turns/s >= 3x SQLiteSession's, lag p99 <= max(3 ms, 3x SQLiteSession's),
+Targets (docs/benchmarks.md): turns/s >= 3x SQLiteSession's, lag p99 <= max(3 ms, 3x SQLiteSession's),
 stall <= ~25 ms. Writes ``loop_lag.json``, ``.md`` and ``.png`` (the plot needs matplotlib, the
 ``bench`` extra) into ``benchmarks/output/``, or ``--out DIR``, or with ``--update-results`` over
 the committed ``benchmarks/results/loop_lag.*``.

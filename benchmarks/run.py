@@ -176,12 +176,12 @@ class SQLiteStore(Store):
 class RawFloor:
     """The least any JSONL store can do: no lock, no validation, no torn-tail handling.
 
-    With ``in_thread``, the floor of what issue 11 requires of an async store: the same work,
+    With ``in_thread``, the floor of an async store that never waits for the disk: the same work,
     but every ``fdatasync`` and every full read in a worker thread (the event loop never
     waits for the disk), as ``JSONLSession`` does. With ``yield_first``, each call first lets
-    the other tasks run once, as issue 11 requires of every async call: what that alone costs.
+    the other tasks run once, as every async call of ``JSONLSession`` does: what that alone costs.
     With ``stamped``, an add and a pop do what every session now does by default besides the
-    append (issue 39): ``flock`` the file, and write (or, popping, cut) a record in the
+    append: ``flock`` the file, and write (or, popping, cut) a record in the
     ``.times`` sidecar, its clock and CRC-32 made as ``item_times`` makes them. Nothing else
     is added.
     """
@@ -669,14 +669,14 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
         worst("add_1", "raw-fsync", "sqlite-file"),
         floor_in_thread=worst("add_1", "raw-fsync-thread", "sqlite-file"),
     )
-    target(  # issue 6 asked 4x; issue 11 allows 5x now that every async call yields once
+    target(  # 5x, not 4x: every async call yields once, which the raw floor does not
         "add_items 1 item, fsync off: JSONL / raw floor (worst size; floor column: floor after one yield)",
         worst("add_1", "jsonl-nofsync", "raw"),
         5.0,
         worst("add_1", "raw-yield", "raw") if "raw-yield" in lat["add_1"] else None,  # the yield alone
     )
     if "raw-stamp" in lat["add_1"]:
-        target(  # issue 39: the floor above pays for no lock and no record, which every session now writes
+        target(  # the floor above pays for no lock and no record, which every session now writes
             "add_items 1 item, fsync off: JSONL / the floor that also locks and writes a .times record "
             "(worst size; floor column: that floor / the raw floor)",
             worst("add_1", "jsonl-nofsync", "raw-stamp"),
@@ -715,7 +715,7 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
         1.5,
         growth("pop", "raw"),
     )
-    target(  # issue 39: what a durable pop adds to the least an async store does (timestamps on)
+    target(  # what a durable pop adds to the least an async store does (timestamps on)
         "pop_item, durable: JSONL / the floor with fdatasync in a thread (worst size; floor column: "
         "the raw floor, which syncs on the loop)",
         worst("pop", "jsonl", "raw-fsync-thread"),

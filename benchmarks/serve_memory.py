@@ -1,4 +1,4 @@
-"""Memory of ``jsonl-session serve`` under hostile and heavy use (issue 24's targets).
+"""Memory of ``jsonl-session serve`` under hostile and heavy use, against its targets.
 
 Each scenario starts a fresh ``python -m jsonl_session serve --port 0`` and reads its memory
 from ``/proc/PID/status``: the largest ``VmRSS`` sampled every 50 ms, and ``VmHWM`` (the
@@ -12,7 +12,7 @@ kernel's peak) at the end.
 * **40 MB session, 8 stalled page loads**: one 40 MB session whose page is requested by 8
   clients that never read, and opened once normally. Target: under 150 MB. (Before: 1.1 GB.)
 * **30 MB session, 16 stalled readers**: 16 clients each get the start of the page's items,
-  then read nothing; then they close. Targets (issue 35): the peak under the server's bare
+  then read nothing; then they close. Targets: the peak under the server's bare
   memory + 1.5x the session + 50 MB, and within 20 MB of bare once they are gone. (Before:
   655 MB, and 535 MB after; ``tests/serve/test_serve_memory.py`` asserts the same.)
 

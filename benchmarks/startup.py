@@ -2,7 +2,7 @@
 
 A short command's time is mostly interpreter start-up and imports. In the same run, a floor: a
 bare script that imports ``re`` (as pip's console script does) and ``argparse`` and builds an
-empty parser, what any console script with an argparse command line pays. The target (issue 39) is
+empty parser, what any console script with an argparse command line pays. The target is
 ``ls`` (20 small sessions, listing cache warm, as for every ``ls`` after the first) within 2.5x
 a bare interpreter; ``ls`` without the cache (``JSONL_SESSION_CACHE=off``: it counts every
 session and reads each one's default title) is timed beside it. ``tests/project/test_startup.py``

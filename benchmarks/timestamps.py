@@ -5,8 +5,8 @@ Usage (from the repository root):
     .venv/bin/python benchmarks/timestamps.py --update-results
 
 writes ``benchmarks/results/timestamps.json`` (without ``--update-results``, or with ``--out DIR``,
-to ``benchmarks/output/`` instead). The bounds (issue 39, with timestamps on by default for every
-session): at most +10 % on ``add_items``, durable or not (issue 26 allowed +20 % without fsync).
+to ``benchmarks/output/`` instead). The bounds (timestamps are on by default for every
+session, so they must cost little): at most +10 % on ``add_items``, durable or not.
 
 Method, as ``benchmarks/run.py`` measures (its helpers are reused): the async API the SDK calls,
 one event loop, ``perf_counter_ns`` around each ``await``. Each pair (durable with and without

@@ -41,7 +41,7 @@ HERE = ROOT / "mutation"
 STATE = HERE / "results.json"  # per module: score, survivors (kept between runs)
 REPORT = HERE / "report.md"
 
-# The core modules of issue 29, each with the fast tests that exercise it (module -> test files),
+# The core modules under mutation testing, each with the fast tests that exercise it (module -> test files),
 # the quickest and most pointed first: with ``-x`` a mutant dies at its first failing test.
 TESTS: dict[str, list[str]] = {
     "core/scanner.py": [
@@ -164,7 +164,7 @@ NOTES = """\
 - `transfer/all_sessions.py` ran in two shards at once (its pending mutants split by hand between
   two copies of one cosmic-ray session) to fit the time, so its time is not kept; its first
   mutants ran before `test_metadata_travels.py` and `test_folder_copy_edges.py` were in its map.
-- `core/scanner.py` and `core/async_locking.py` are beyond the ten modules issue 29 names (the
+- `core/scanner.py` and `core/async_locking.py` are beyond the ten core modules first chosen (the
   scanner reads every line, the async lock guards every async call): run as well.
 - A whole first run of the core takes several hours here; run one or two modules at a time
   (`--jobs 2`) and `--again` after adding tests.

@@ -113,7 +113,7 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
         self._session_settings: Any = None
         self.session_settings = session_settings
         self._handle = FileHandle(self.path, durable=durable)
-        # On by default: it costs what issue 39 allows (docs/benchmarks.md#timestamps).
+        # On by default: it costs little enough (the bounds: docs/benchmarks.md#timestamps).
         self._times = TimesLog(self.path) if timestamps is None or timestamps else None
         self.lock_timeout = lock_timeout
         if turn_limit is not None:
