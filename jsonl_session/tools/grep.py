@@ -18,7 +18,12 @@ holds a word its raw line does not in these cases, each handled here:
   ``True``, ``False``, ``inf``, ``nan`` from values that are no text: words found in those
   are not pre-filtered.
 
-``tests/tools/test_grep_prefilter.py`` pins each case. :func:`search` is the whole of
+A phrase (words and spaces) is found by its longest word, then kept only on the lines that
+may hold it whole (``Prefilter.may_hold_phrase``): a common word in a rarer phrase decodes the
+phrase's lines, not the word's.
+
+``tests/tools/test_grep_prefilter.py`` pins each case. Memory is bounded whatever the folder
+holds (``matching_items``: ``tests/tools/test_grep_bounded.py``). :func:`search` is the whole of
 ``jsonl-session grep``: the regex, the role filter and what each hit is, for the CLI to print.
 
 Example:
@@ -254,7 +259,7 @@ def matching_items(
     (they are ``check``'s business, not grep's), as are lines that hold no JSON object. A
     file that cannot be read is passed to ``on_error(path, error)`` and skipped, or, without
     ``on_error``, its error is raised. With a pre-filter, a batch of files is locked
-    together while the system's ``grep -F`` reads them (``system_grep``); otherwise, or
+    together while the system's ``grep`` reads them (``system_grep``); otherwise, or
     without a usable grep, one file at a time is read and searched in Python.
 
     Memory is flat in the number of hits: once about ``held_bytes`` of candidate lines are
