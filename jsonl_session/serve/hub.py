@@ -112,7 +112,7 @@ class Hub:
         """The session as a page shows it now: a descriptor on its file and the version it is at.
 
         None if there is no such session. Taken under the session's shared lock with the
-        session brought up to date under it (a new one: its follower's first look), so the
+        session brought up to date under it (a new one: where its follower starts), so the
         first ``size`` bytes of the descriptor are exactly the items of ``version``; the page
         streams them from there, and :meth:`settle` says, once they are written, whether they
         still are. The session is kept for the page's events (:data:`LINGER_SECONDS` at least).
@@ -207,13 +207,10 @@ class Hub:
         return bool(self._subscribers.get(session_id))
 
     def _new(self, session_id: str, file: Any) -> ShownSession:
-        """A shown session, its follower's first look made under the caller's shared lock (``file``)."""
+        """A shown session; its follower starts from the file as the caller's shared lock shows it."""
         shown = ShownSession(WatchedFile(self.directory, session_id, self.lock_timeout), self._next_version)
         self._shown[session_id] = shown
-        try:
-            shown.first_look(file)
-        finally:
-            give_back()  # what the follower's first look freed
+        shown.first_look(file)  # reads nothing: the page's pass (or the first change) does
         return shown
 
     def _session(self, session_id: str) -> ShownSession | None:

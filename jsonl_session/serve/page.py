@@ -2,7 +2,8 @@
 
 The page's bytes are read once, a piece at a time as the client takes them: each piece makes
 the items' views, adds up the turns (``history.page_data.AboutLines``) and fingerprints the
-lines for their times (``core.item_times``, matched against ``.times`` at the end). What is
+lines for their times (``core.item_times``, matched against ``.times`` at the end) and indexes
+them for the session's follower (``watch.LineIndex``: it reads only what follows). What is
 known only once the items are written (the turns, the times, the version: ``Hub.settle``)
 comes after them in the page's data, and the pass hands the shown session what rendering its
 next changes needs (``shown.PageRead``). tests/serve/test_page_reads.py counts the reads.
@@ -22,6 +23,7 @@ from ..core.scanner import Line, Scan
 from ..history.page_data import AboutLines, about_of
 from ..render.html import Live, json_array_parts, live_head, live_rest
 from ..render.views import ViewBuilder, encode_view, views_of_scans
+from ..watch import LineIndex
 from .shown import PageRead, PageSnapshot
 
 __all__ = ["PAGE_PIECE_BYTES", "page_parts"]
@@ -70,7 +72,8 @@ def page_parts(
             counted[1] += view.tone == "invalid"
             yield encode_view(view)
 
-    views = views_of_scans(_chain(first, scans), builder, torn_tail=False, each=take)
+    index = LineIndex()
+    views = views_of_scans(_indexed(_chain(first, scans), index), builder, torn_tail=False, each=take)
     yield from json_array_parts(encoded(views), piece_bytes=PAGE_PIECE_BYTES)
     whole = _about(lambda: about.about(path, turns=True, lock_timeout=lock_timeout))
     try:  # when each item was added: a page without times beats no page
@@ -78,7 +81,7 @@ def page_parts(
     except OSError:
         times = []
     dated = [[number, ms] for number, ms in zip(numbers, times) if ms is not None]
-    version, problem = settle(page, PageRead(counted[0], builder, counted[1] > 0))
+    version, problem = settle(page, PageRead(counted[0], builder, counted[1] > 0, index))
     events = f"events?id={quote(page.session_id, safe='')}&v={version}"
     yield from live_rest(Live(events=events, version=version, problem=problem), about=whole, times=dated)
 
@@ -91,6 +94,12 @@ def _first(scans: Iterator[Scan]) -> list[Scan]:
 def _chain(first: list[Scan], rest: Iterator[Scan]) -> Iterator[Scan]:
     yield from first
     yield from rest
+
+
+def _indexed(scans: Iterator[Scan], index: LineIndex) -> Iterator[Scan]:
+    for scan in scans:
+        index.add(scan)
+        yield scan
 
 
 def _about(read: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:

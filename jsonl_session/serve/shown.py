@@ -11,11 +11,13 @@ says the session changed. Its first look indexes the file's lines (``start="now"
 parsed) and its later looks deliver the exact changes since, so the session, its version and
 the events it makes always agree, whatever the folder watch had already seen.
 
-One read per page: the follower's first look is the only read a new session makes. What
-rendering the next changes needs (how many items there are, and the handoff calls a
-:class:`~jsonl_session.render.views.ViewBuilder` remembers) comes from the page's own pass over
-the file (``page``), handed back when the page is written (:meth:`ShownSession.settle`). A
-change that comes first is rendered after one more pass, under the session's shared lock.
+One read per page: a new session's follower starts from the file as the page's shared lock
+showed it (a :class:`~jsonl_session.watch.Known`), and the page's own pass over the file
+(``page``) hands back, when the page is written (:meth:`ShownSession.settle`), the index of its
+lines for the follower and what rendering the next changes needs (how many items there are,
+and the handoff calls a :class:`~jsonl_session.render.views.ViewBuilder` remembers). A change
+that comes first makes the follower read the whole file from that position, and is rendered
+after one more pass, under the session's shared lock.
 
 The items, rendered (escaped JSON bytes, each in an allocation of its own size), are kept only
 while an event stream may need them whole (a ``reset``): pages are streamed from the file.
@@ -53,7 +55,7 @@ from ..render.views import (
     views_of_lines,
     views_of_scans,
 )
-from ..watch import Change, watch_session_sync
+from ..watch import Change, Known, LineIndex, seen_of, watch_session_sync
 from .subscriptions import Event
 
 if TYPE_CHECKING:
@@ -109,12 +111,14 @@ class PageRead:
 
     ``count`` views were made (every line of the snapshot, the torn tail left out) with
     ``builder``, which remembers their handoff calls; ``bad`` says whether a line was not an
-    item (then the session says why, as its follower would have).
+    item (then the session says why, as its follower would have); ``index`` holds the lines
+    as a follower indexes them (the session's follower starts from it if it has not looked).
     """
 
     count: int
     builder: ViewBuilder
     bad: bool
+    index: LineIndex | None = None
 
 
 class ShownSession:
@@ -138,6 +142,7 @@ class ShownSession:
         self.seen: tuple[int, ...] | None = None  # the file's stat when the follower last looked under a lock
         self.problem = ""  # why the session cannot be read now, until it can again
         self.fresh = False  # the follower's next look is a first one that delivers every item
+        self.known: Known | None = None  # where the follower starts, while it has not looked yet
         self.gone = False  # a symlink or FIFO in the session's place: not a session
         self.used = time.monotonic()
 
@@ -150,11 +155,15 @@ class ShownSession:
         return f"{self.source.session_id}: {self.problem}" if self.problem else ""
 
     def first_look(self, file: Any) -> None:
-        """The follower's first look (the file indexed, nothing parsed), under the caller's shared lock.
+        """Where the follower starts: the file as the caller's shared lock shows it; nothing read.
 
-        ``file`` is the caller's read ``Transaction``: the look sees exactly its bytes.
+        ``file`` is the caller's read ``Transaction``. The follower's first look starts from
+        there: from the index of the page's pass over those bytes (:meth:`settle`), or, if a
+        change or another reader comes first, from a read of the whole file (``Known``).
         """
-        self.refresh(followed=False)
+        self.known = Known(seen_of(file.fd))
+        self.watch.close()
+        self.watch = watch_session_sync(self.source, start=self.known)
         self.seen = _stat_key(os.fstat(file.fd))
         self.version = self._versions()
 
@@ -201,6 +210,11 @@ class ShownSession:
                 self._restart()
                 events = self.refresh(followed=followed)
                 return 0, self.shown_problem, events
+            known = self.known
+            if known is not None and read.index is not None and page.size == known.seen.size:
+                self.watch.close()  # not looked yet: it starts from the page's pass, reads only what follows
+                self.watch = watch_session_sync(self.source, start=Known(known.seen, read.index))
+                self.known = None
             if not self.primed:
                 self.count, self.builder, self.primed = read.count, read.builder, True
         try:
@@ -265,6 +279,7 @@ class ShownSession:
         if self.gone:
             return []
         session_id = self.source.session_id
+        self.known = None  # the follower looks now
         try:
             if self.primed or self.fresh:
                 changes = self.watch.catch_up()
@@ -350,6 +365,7 @@ class ShownSession:
         """A new follower whose first look delivers every item (to be parsed: a bad line raises)."""
         self.watch.close()
         self.watch = watch_session_sync(self.source, start="all")
+        self.known = None
         self.fresh = True
         self.primed = True  # a fresh look renders everything again from the builder's start
         self.builder.reset()

@@ -27,8 +27,8 @@ from typing import Any, Protocol
 from .aio import DirectoryWatch, SessionWatch
 from .changes import Change, Kind, apply
 from .delivery import Delivery, DirectoryWatchSync, SessionWatchSync
-from .engine import Start
-from .follower import Follower
+from .engine import Known, LineIndex, Start
+from .follower import Follower, seen_of
 from .options import (
     DEFAULT_IDLE_STEP_MS,
     DEFAULT_POLL_DELAY_MS,
@@ -64,6 +64,8 @@ __all__ = [
     "DirectoryWatch",
     "DirectoryWatchSync",
     "Kind",
+    "Known",
+    "LineIndex",
     "SessionWatch",
     "SessionWatchSync",
     "Start",
@@ -71,6 +73,7 @@ __all__ = [
     "WatchOptions",
     "WatchedSession",
     "apply",
+    "seen_of",
     "watch_directory",
     "watch_directory_sync",
     "watch_session",
@@ -178,4 +181,6 @@ def _directory_delivery(
     directory: str | os.PathLike[str], options: WatchOptions | None, settings: dict[str, Any]
 ) -> Delivery:
     chosen = _options(options, settings)
+    if isinstance(chosen.start, Known):
+        raise TypeError("a folder watch cannot start from one file's Known position")
     return Delivery(Follower(Path(directory), None, chosen.lock_timeout), chosen)

@@ -37,8 +37,6 @@ from ..core.errors import MalformedLineError
 from ..core.scanner import Line, Scan, describe_bad_line, parse_item, scan_lines
 from .changes import Change
 
-Start = Literal["all", "now"] | int
-
 
 @dataclass(frozen=True)
 class Seen:
@@ -47,6 +45,49 @@ class Seen:
     identity: tuple[int, int]
     size: int
     mark: bytes | None
+
+
+class LineIndex:
+    """The index a follower keeps of a file's first bytes, built by a caller that reads them anyway.
+
+    ``serve`` streams a page from a session's bytes in one pass and adds each piece's scan
+    here; its follower then starts from that (:class:`Known`) instead of reading the file
+    again. The scans must be those of one pass from the file's start (``reads.scan_file``).
+    """
+
+    def __init__(self) -> None:
+        self.starts = array("q")
+        self.ends = array("q")
+        self.hashes = array("q")
+        self.consumed = 0
+        self.newlines = 0
+
+    def add(self, scan: Scan) -> None:
+        for line in scan.lines:
+            self.starts.append(line.start)
+            self.ends.append(line.end)
+            self.hashes.append(hash(line.data))
+        self.newlines += scan.newlines
+        self.consumed = scan.consumed
+
+
+@dataclass(frozen=True, eq=False)
+class Known:
+    """A first look's head start: the caller holds the items of the file's first ``seen.size`` bytes.
+
+    ``seen`` is the file as the caller saw it under the shared lock (``follower.seen_of``).
+    With the ``index`` of the bytes it read, the follower reads nothing it already has: its
+    first look reads from there on, and whatever else happened is found as at any wake-up.
+    Without one, the first look reads the whole file and delivers what follows ``seen.size``
+    as appended if only appends can have happened since (same inode, same mark, not shorter,
+    a line's end there); otherwise every item, as ``replaced``.
+    """
+
+    seen: Seen
+    index: LineIndex | None = None
+
+
+Start = Literal["all", "now"] | int | Known
 
 
 class FileState:
@@ -73,7 +114,7 @@ class FileState:
         self._hashes = array("q")
         self._consumed = 0
         self._newlines = 0
-        self._digest = hashlib.blake2b(digest_size=16)
+        self._digest: hashlib.blake2b | None = hashlib.blake2b(digest_size=16)  # None: not known
 
     @property
     def count(self) -> int:
@@ -106,6 +147,15 @@ class FileState:
                 return changes
         return self._compare(seen, data)
 
+    def adopt(self, known: Known, index: LineIndex) -> None:
+        """Hold the lines a caller read (``index``) as delivered, the file being as ``known`` saw it.
+
+        The digest of those bytes is not known: a look that reads the whole file compares lines.
+        """
+        self._starts, self._ends, self._hashes = index.starts, index.ends, index.hashes
+        self._consumed, self._newlines, self._digest = index.consumed, index.newlines, None
+        self._identity, self._mark, self.exists = known.seen.identity, known.seen.mark, True
+
     def gone(self) -> list[Change]:
         """The file no longer exists."""
         if not self.exists:
@@ -126,6 +176,8 @@ class FileState:
         )
 
     def _same_prefix(self, prefix: bytes) -> bool:
+        if self._digest is None:
+            return False
         return hashlib.blake2b(prefix, digest_size=16).digest() == self._digest.digest()
 
     def _after_prefix(self, data: bytes, offset: int, seen: Seen) -> list[Change] | None:
@@ -140,15 +192,34 @@ class FileState:
                 return None  # bytes glued to a last line that had no newline: it is another line now
         scan = scan_lines(data[consumed - offset :], offset=consumed, first_number=self._newlines + 1)
         items = self._decode(scan.lines)
-        self._digest.update(data[consumed - offset : scan.consumed - offset])
+        if self._digest is not None:
+            self._digest.update(data[consumed - offset : scan.consumed - offset])
         self._commit(scan, keep=self.count, seen=seen)
         return [Change("appended", self.session_id, items, len(items))] if items else []
 
     def _first(self, seen: Seen, data: bytes, start: Start | None) -> list[Change]:
         scan = scan_lines(data)
+        if isinstance(start, Known):
+            return self._since(start.seen, seen, data, scan)
         items = self._decode(_selected(scan.lines, start))
         self._rebuild(data, scan, seen)
         return [Change("appended", self.session_id, items, len(items))] if items else []
+
+    def _since(self, before: Seen, seen: Seen, data: bytes, scan: Scan) -> list[Change]:
+        """A first look from where a caller left off (``Known`` without an index): see :class:`Known`."""
+        size = before.size
+        appended = (
+            seen.identity == before.identity
+            and before.mark is not None
+            and seen.mark == before.mark
+            and seen.size >= size
+            and (size == 0 or data[size - 1 : size] == b"\n")
+        )
+        items = self._decode([line for line in scan.lines if line.start >= size] if appended else scan.lines)
+        self._rebuild(data, scan, seen)
+        if appended:
+            return [Change("appended", self.session_id, items, len(items))] if items else []
+        return [Change("replaced", self.session_id, items, len(items))]
 
     def _compare(self, seen: Seen, data: bytes) -> list[Change]:
         scan = scan_lines(data)

@@ -23,7 +23,7 @@ from ..core.errors import LockTimeout, SessionFileError, UnsafePathError
 from ..core.locking import BUSY, MISSING, FileHandle
 from ..core.names import filename_for, id_for
 from .changes import Change
-from .engine import FileState, Seen, Start
+from .engine import FileState, Known, Seen, Start
 
 TICK_SESSIONS = 100
 """Sessions a folder watch's periodic tick looks at per second, on average (see ``Follower.tick``)."""
@@ -49,11 +49,16 @@ class FileTail:
                 if fd == BUSY:
                     return None  # and ``start`` still applies to the next try
                 start, self.start = self.start, None
+                if isinstance(start, Known) and start.index is not None:
+                    self.state.adopt(start, start.index)  # the caller read those bytes: only what follows
+                    start = None
                 if fd == MISSING:
                     self.stat_key = None
+                    if isinstance(start, Known):  # what the caller holds is gone
+                        return [Change("deleted", self.session_id)]
                     return self.state.gone()
                 stat = os.fstat(fd)
-                seen = Seen((stat.st_dev, stat.st_ino), stat.st_size, change_mark.read(fd))
+                seen = _seen(fd, stat)
                 offset = self.state.wanted(seen)
                 changes = self.state.update(seen, reads.read_range(fd, offset, seen.size), offset, start)
                 if changes is None:  # more than appends happened after all: compare the whole file
@@ -200,6 +205,15 @@ class Follower:
         return [
             entry.name for entry in entries if self.wants(entry.name) and entry.is_file(follow_symlinks=False)
         ]
+
+
+def seen_of(fd: int) -> Seen:
+    """The file open on ``fd`` as a follower's look sees it (call under the shared lock; see ``Known``)."""
+    return _seen(fd, os.fstat(fd))
+
+
+def _seen(fd: int, stat: os.stat_result) -> Seen:
+    return Seen((stat.st_dev, stat.st_ino), stat.st_size, change_mark.read(fd))
 
 
 def _all(found: list[Change]) -> tuple[list[object], int]:

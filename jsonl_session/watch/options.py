@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout
-from .engine import Start
+from .engine import Known, Start
 
 DEFAULT_STEP_MS = 1
 DEFAULT_IDLE_STEP_MS = 20
@@ -28,7 +28,9 @@ class WatchOptions:
     """How a watch starts, wakes up and stops (see :func:`~jsonl_session.watch.watch_session`).
 
     Attributes:
-        start: ``"all"`` (replay the items there, then follow), ``"now"``, or the newest ``n``.
+        start: ``"all"`` (replay the items there, then follow), ``"now"``, or the newest ``n``
+            (or, for a session watch, a :class:`~jsonl_session.watch.engine.Known`: where a
+            caller that read the file under its shared lock left off).
         stop_event: Anything with ``is_set()``; once set, the watch delivers what is in the
             files and ends.
         force_polling: Poll instead of using inotify (network file systems). None: as
@@ -57,7 +59,7 @@ class WatchOptions:
     def __post_init__(self) -> None:
         start = self.start
         if isinstance(start, bool) or not (
-            start in ("all", "now") or (isinstance(start, int) and start >= 0)
+            start in ("all", "now") or (isinstance(start, int) and start >= 0) or isinstance(start, Known)
         ):
             raise ValueError(f'start must be "all", "now" or a non-negative int, not {start!r}')
         for name in ("poll_delay_ms", "step_ms", "idle_step_ms"):
