@@ -6,7 +6,6 @@ threads), so they take only picklable arguments and import what they need.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 import time
@@ -19,22 +18,7 @@ from typing import Any
 from jsonl_session import JSONLSession
 from jsonl_session.watch import Change, apply, watch_session_sync
 
-SPAWN = multiprocessing.get_context("spawn")
 WAIT = 30.0  # seconds: generous bound on any single wait; a bug fails the test instead of hanging it
-
-
-@contextmanager
-def running(target: Callable[..., Any], *args: Any) -> Iterator[Any]:
-    """Run ``target(*args)`` in a spawned process; always joined (or killed) on the way out."""
-    process = SPAWN.Process(target=target, args=args, daemon=True)
-    process.start()
-    try:
-        yield process
-    finally:
-        process.join(WAIT)
-        if process.is_alive():
-            process.kill()
-            process.join(WAIT)
 
 
 @contextmanager

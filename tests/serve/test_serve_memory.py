@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from process_helpers import wait_until
 from serve_helpers import Server, start_server
 
 from jsonl_session import JSONLSession
@@ -90,13 +90,6 @@ def waiting(pid: int) -> int:
     return count
 
 
-def wait_for(condition: Any, what: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def stalled_reader(server: Server, path: str) -> socket.socket:
     """A client that sends a whole request, reads up to the start of the items, then nothing."""
     sock = socket.socket()
@@ -120,7 +113,9 @@ def test_stalled_readers_of_a_big_session_hold_a_piece_each_and_let_go(server: S
     threads, polling = status_kib(pid, "Threads"), waiting(pid)
     readers = [stalled_reader(server, "/session?id=big") for _ in range(READERS)]
     try:
-        wait_for(lambda: waiting(pid) >= polling + READERS, "every handler blocked on its stalled client")
+        wait_until(
+            lambda: waiting(pid) >= polling + READERS, 60, "every handler blocked on its stalled client"
+        )
         peak = status_kib(pid, "VmHWM")
         bound = bare + (1.5 * size + 50 * MB) / 1024
         assert peak < bound, (
@@ -129,7 +124,7 @@ def test_stalled_readers_of_a_big_session_hold_a_piece_each_and_let_go(server: S
     finally:
         for sock in readers:
             sock.close()
-    wait_for(lambda: status_kib(pid, "Threads") <= threads, "the handlers' threads ended")
+    wait_until(lambda: status_kib(pid, "Threads") <= threads, 60, "the handlers' threads ended")
     after = status_kib(pid, "VmRSS")
     assert after - bare < 20 * 1024, f"{(after - bare) // 1024} MB still held after the readers left"
     assert server.get("/session?id=big")[0] == 200  # and it still serves the page

@@ -8,40 +8,23 @@ clear the session and add the summary, leaving an empty conversation in between.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from lock_helpers import another_process_can_lock
+from process_helpers import SPAWN, running
 
 from jsonl_session import JSONLSession
 
-SPAWN = multiprocessing.get_context("spawn")
 WAIT = 60.0  # generous bound on one wait: a bug fails the test instead of hanging it
 
 HISTORY = [
     {"role": "user" if n % 2 else "assistant", "content": f"message {n} " + "x" * 200} for n in range(300)
 ]
 SUMMARY = [{"type": "compaction", "encrypted_content": "summary " + "y" * 50}]
-
-
-@contextmanager
-def running(target: Any, *args: Any) -> Iterator[Any]:
-    """``target(*args)`` in a spawned process, always joined (or killed) on the way out."""
-    process = SPAWN.Process(target=target, args=args, daemon=True)
-    process.start()
-    try:
-        yield process
-    finally:
-        process.join(WAIT)
-        if process.is_alive():
-            process.kill()
-            process.join(WAIT)
 
 
 def poll_history(directory: str, conn: Connection) -> None:

@@ -15,13 +15,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_helpers import run
+from process_helpers import wait_until
 from test_transfer import TRICKY
 
 from jsonl_session import JSONLSession, SessionDirectory
@@ -101,14 +101,6 @@ def folder_view(directory: Path) -> dict[str, list[Any]]:
     """Every session of the folder and its items, as ``get_items()`` reads them."""
     folder = SessionDirectory(directory)
     return {session_id: folder.open(session_id).get_items_sync() for session_id in folder.ids()}
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20, what: str = "the mirror") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not done within {timeout} s")
-        time.sleep(0.05)
 
 
 def equal_soon(directory: Path, url: str, *, delete: bool = True, timeout: float = 20) -> None:

@@ -404,7 +404,8 @@ def test_redis_import_reads_long_integers_and_corrupted_rows_as_the_sdk_does(tmp
 
 
 def test_the_live_mirror_deletes_nothing_while_its_folder_is_gone(folder: Path, pg: str) -> None:
-    from test_mirror import Running, wait_until
+    from process_helpers import wait_until
+    from test_mirror import Running
 
     for n in range(3):
         session(folder, f"s{n}").add_items_sync([turn(n)])
@@ -487,7 +488,8 @@ def test_files_removed_one_by_one_while_the_mirror_follows_are_deleted_without_y
 ) -> None:
     """The mass-deletion guard is for one pass (a start, an outage); each removal the live
     mirror sees as it happens is one deletion, however many there are in the end."""
-    from test_mirror import Running, wait_until
+    from process_helpers import wait_until
+    from test_mirror import Running
 
     for n in range(5):
         session(folder, f"s{n}").add_items_sync([turn(n)])

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from cli_helpers import flush_redis, run
 from pg_helpers import new_postgres_database
+from process_helpers import wait_until
 from test_mirror import (
     Running,
     folder_view,
     sdk_view,
     session,
     turn,
-    wait_until,
 )
 
 from jsonl_session import SessionDirectory

@@ -23,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
-from watch_helpers import SPAWN, WAIT, Stepper, racing_writer, running
+from process_helpers import SPAWN, running
+from watch_helpers import WAIT, Stepper, racing_writer
 
 from jsonl_session import JSONLSession
 from jsonl_session.core.codec import encode_items

@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_helpers import SPAWN, running
 from watch_helpers import (
-    SPAWN,
     WAIT,
     concurrent_writer,
     no_new_fds,
     open_fds,
     partial_line_writer,
-    running,
     scripted_writer,
     settles,
     watch_threads,
