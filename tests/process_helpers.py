@@ -1,8 +1,9 @@
-"""Child processes and waits shared by the suite: a spawned child that is always reaped, and a
-poll for a state that offers no event to wait on (a server's threads, a database a mirror fills).
+"""Child processes and waits shared by the suite: a child that is always reaped, and a poll for
+a state that offers no event to wait on (a server's threads, a database a mirror fills).
 
-Spawned, not forked: a child starts from a clean interpreter, as another program on the
-machine would, with no lock, thread or descriptor inherited from the test process.
+``running`` spawns: the child starts from a clean interpreter, as another program on the machine
+would, with no lock, thread or descriptor inherited. ``answer_from_fork`` forks, so a fault a
+test patches into the library (a failing fsync, a low limit) stays in the child.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 SPAWN = multiprocessing.get_context("spawn")
+FORK = multiprocessing.get_context("fork")
 JOIN = 60.0  # seconds: a generous bound on reaping a child; a bug fails the test instead of hanging it
 
 
@@ -29,6 +31,21 @@ def running(target: Callable[..., Any], *args: Any) -> Iterator[Any]:
         if process.is_alive():
             process.kill()
             process.join(JOIN)
+
+
+def answer_from_fork(target: Callable[..., None], *args: Any) -> Any:
+    """Run ``target(conn, *args)`` in a forked child (what it patches or limits stays there) and
+    return what it sends on ``conn``; the child is always reaped."""
+    parent, child = FORK.Pipe()
+    process = FORK.Process(target=target, args=(child, *args))
+    process.start()
+    try:
+        return parent.recv()
+    finally:
+        process.join(timeout=30)
+        if process.is_alive():
+            process.kill()
+            process.join()
 
 
 def wait_until(

@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import multiprocessing
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import pytest
+from process_helpers import answer_from_fork
 
 from jsonl_session import JSONLSession
 from jsonl_session.core import undo_buffer
 
-_ctx = multiprocessing.get_context("fork")
 _BATCH = [{"role": "user", "content": "x" * 3000}, {"role": "assistant", "content": "y" * 3000}]
 BIG = undo_buffer.IN_MEMORY + 4096  # spills to disk when removed
 
@@ -93,16 +92,7 @@ def _child(conn: Connection, directory: str, operation: str, warm: bool, undo_fa
 def fail_fsync_in_child(
     directory: Path, operation: str, *, warm: bool = False, undo_fails: str | None = None
 ) -> tuple[str, str]:
-    parent, child = _ctx.Pipe()
-    process = _ctx.Process(target=_child, args=(child, str(directory), operation, warm, undo_fails))
-    process.start()
-    try:
-        result: tuple[str, str] = parent.recv()
-    finally:
-        process.join(timeout=30)
-        if process.is_alive():
-            process.kill()
-            process.join()
+    result: tuple[str, str] = answer_from_fork(_child, str(directory), operation, warm, undo_fails)
     return result
 
 

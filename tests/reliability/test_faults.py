@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_helpers import answer_from_fork
 
 from jsonl_session import JSONLSession, LockTimeout
 
@@ -45,16 +46,7 @@ def _child_main(conn: Connection, function: Callable[..., Any], args: tuple[Any,
 
 def in_child(function: Callable[..., Any], *args: Any) -> tuple[Any, ...]:
     """Run ``function(*args)`` in a forked process (limits and patches stay there)."""
-    parent, child = _ctx.Pipe()
-    process = _ctx.Process(target=_child_main, args=(child, function, args))
-    process.start()
-    try:
-        result: tuple[Any, ...] = parent.recv()
-    finally:
-        process.join(timeout=30)
-        if process.is_alive():
-            process.kill()
-            process.join()
+    result: tuple[Any, ...] = answer_from_fork(_child_main, function, args)
     return result
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -15,17 +14,7 @@ agents = pytest.importorskip("agents")
 testing = pytest.importorskip("agents.testing")
 agents.set_tracing_disabled(True)  # offline: no trace export attempts
 
-
-def texts(model_input: Any) -> list[str]:
-    """The plain text of every message in a model call's input, in order."""
-    out = []
-    for item in model_input if isinstance(model_input, list) else [{"role": "user", "content": model_input}]:
-        content = item.get("content")
-        if isinstance(content, str):
-            out.append(content)
-        elif isinstance(content, list):
-            out.extend(part.get("text", "") for part in content if isinstance(part, dict))
-    return out
+from sdk_helpers import texts
 
 
 def test_second_turn_sees_the_first_turn(sessions_dir: Path) -> None:
