@@ -53,6 +53,19 @@ def say(repo: Path, text: str) -> None:
     JSONLSession("chat", repo / "sessions").add_items_sync([{"role": "user", "content": text}])
 
 
+def two_branches_add_to_one_session(repo: Path) -> None:
+    """``first`` committed on main, then ``from alice`` on branch alice and ``from main`` on main."""
+    say(repo, "first")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "start")
+    git(repo, "checkout", "-q", "-b", "alice")
+    say(repo, "from alice")
+    git(repo, "commit", "-q", "-am", "alice")
+    git(repo, "checkout", "-q", "main")
+    say(repo, "from main")
+    git(repo, "commit", "-q", "-am", "main")
+
+
 def test_git_setup_writes_every_kind_once_and_a_driver_that_needs_no_path(repo: Path) -> None:
     sessions = repo / "sessions"
     first = run(sessions, "git-setup")
@@ -89,15 +102,7 @@ def test_two_branches_adding_to_a_session_conflict_in_it_and_its_sidecars_withou
 ) -> None:
     sessions = repo / "sessions"
     assert run(sessions, "git-setup").code == 0
-    say(repo, "first")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "start")
-    git(repo, "checkout", "-q", "-b", "alice")
-    say(repo, "from alice")
-    git(repo, "commit", "-q", "-am", "alice")
-    git(repo, "checkout", "-q", "main")
-    say(repo, "from main")
-    git(repo, "commit", "-q", "-am", "main")
+    two_branches_add_to_one_session(repo)
 
     merged = git(repo, "merge", "alice", check=False)
     assert "CONFLICT" in merged
@@ -133,15 +138,7 @@ def test_the_workflows_page_shows_the_lines_git_setup_writes() -> None:
 
 def test_without_git_setup_a_merge_leaves_markers_and_ls_says_it_needs_a_merge(repo: Path) -> None:
     sessions = repo / "sessions"
-    say(repo, "first")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "start")
-    git(repo, "checkout", "-q", "-b", "alice")
-    say(repo, "from alice")
-    git(repo, "commit", "-q", "-am", "alice")
-    git(repo, "checkout", "-q", "main")
-    say(repo, "from main")
-    git(repo, "commit", "-q", "-am", "main")
+    two_branches_add_to_one_session(repo)
     assert "CONFLICT" in git(repo, "merge", "alice", check=False)
     assert b"\n=======\n" in (sessions / "chat.jsonl").read_bytes()  # git's text merge wrote markers
 
