@@ -121,14 +121,19 @@ def test_stats_and_show_report_tokens_and_times(sessions_dir: Path) -> None:
     assert "245 tok" in plain[0] and rows[0]["at"].replace("T", " ").rstrip("Z") in plain[0]
 
 
-def test_a_paused_run_is_resumed_by_another_process(sessions_dir: Path) -> None:
-    pause = subprocess.run(
-        [sys.executable, str(HELPER), "pause", str(sessions_dir)],
+def run_helper(step: str, sessions_dir: Path) -> subprocess.CompletedProcess[str]:
+    """One step of the run in a process of its own (``HELPER``), as two runs of a program are."""
+    return subprocess.run(
+        [sys.executable, str(HELPER), step, str(sessions_dir)],
         check=False,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_a_paused_run_is_resumed_by_another_process(sessions_dir: Path) -> None:
+    pause = run_helper("pause", sessions_dir)
     assert pause.returncode == 0, pause.stderr
     session = JSONLSession("refund", sessions_dir)
     paused = session.paused_run()
@@ -141,13 +146,7 @@ def test_a_paused_run_is_resumed_by_another_process(sessions_dir: Path) -> None:
     saved = (sessions_dir / "refund.jsonl.run").read_bytes()
     assert saved.endswith(b"}\n") and json.loads(saved)["recorded"]["total_tokens"] == 110
 
-    resume = subprocess.run(
-        [sys.executable, str(HELPER), "resume", str(sessions_dir)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    resume = run_helper("resume", sessions_dir)
     assert resume.returncode == 0, resume.stderr
     assert resume.stdout.strip() == "Refunded A1.|A1"  # the approved tool ran once, in the second process
     assert session.paused_run() is None and not (sessions_dir / "refund.jsonl.run").exists()
