@@ -67,7 +67,8 @@ def test_a_hostile_id_stays_inside_the_folder(tmp_path: Path, session_id: str) -
     session = JSONLSession(session_id, directory, durable=False)
     assert session.path.parent == directory
     session.add_items_sync([{"id": session_id}])
-    assert _files_under(tmp_path) == {session.path}
+    times = session.path.with_name(session.path.name + ".times")  # its sidecar, beside it
+    assert _files_under(tmp_path) == {session.path, times}
     assert session.get_items_sync() == [{"id": session_id}]
     assert id_for(session.path.name) == session_id
     assert SessionDirectory(directory).ids() == [session_id]
@@ -79,7 +80,7 @@ def test_look_alike_ids_are_different_sessions(tmp_path: Path) -> None:
         directory.open(session_id).add_items_sync([{"id": session_id}])
     for session_id in ["e\u0301", "é", "..", "\u2025", "%2e%2e"]:
         assert directory.open(session_id).get_items_sync() == [{"id": session_id}]
-    assert len(list(tmp_path.iterdir())) == 5
+    assert len([path for path in tmp_path.iterdir() if path.suffix == ".jsonl"]) == 5
 
 
 @pytest.mark.parametrize("session_id", ["", "\ud800", "x" * 300], ids=["empty", "lone-surrogate", "too-long"])
