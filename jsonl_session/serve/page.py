@@ -3,7 +3,7 @@
 The page's bytes are read once, a piece at a time as the client takes them: each piece makes
 the items' views, adds up the turns (``history.page_data.AboutLines``) and fingerprints the
 lines for their times (``core.item_times``, matched against ``.times`` at the end) and indexes
-them for the session's follower (``watch.LineIndex``: it reads only what follows). What is
+them for the session's follower (``watch.engine.LineIndex``: it reads only what follows). What is
 known only once the items are written (the turns, the times, the version: ``Hub.settle``)
 comes after them in the page's data, and the pass hands the shown session what rendering its
 next changes needs (``shown.PageRead``). tests/serve/test_page_reads.py counts the reads.
@@ -23,7 +23,7 @@ from ..core.scanner import Line, Scan
 from ..history.page_data import AboutLines, about_of
 from ..render.html import Live, json_array_parts, live_head, live_rest
 from ..render.views import ViewBuilder, encode_view, views_of_scans
-from ..watch import LineIndex
+from ..watch.engine import LineIndex
 from .shown import PageRead, PageSnapshot
 
 __all__ = ["PAGE_PIECE_BYTES", "page_parts"]

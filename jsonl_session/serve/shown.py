@@ -12,7 +12,7 @@ parsed) and its later looks deliver the exact changes since, so the session, its
 the events it makes always agree, whatever the folder watch had already seen.
 
 One read per page: a new session's follower starts from the file as the page's shared lock
-showed it (a :class:`~jsonl_session.watch.Known`), and the page's own pass over the file
+showed it (a :class:`~jsonl_session.watch.engine.Known`), and the page's own pass over the file
 (``page``) hands back, when the page is written (:meth:`ShownSession.settle`), the index of its
 lines for the follower and what rendering the next changes needs (how many items there are,
 and the handoff calls a :class:`~jsonl_session.render.views.ViewBuilder` remembers). A change
@@ -55,7 +55,9 @@ from ..render.views import (
     views_of_lines,
     views_of_scans,
 )
-from ..watch import Change, Known, LineIndex, seen_of, watch_session_sync
+from ..watch import Change, watch_session_sync
+from ..watch.engine import Known, LineIndex
+from ..watch.follower import seen_of
 from .subscriptions import Event
 
 if TYPE_CHECKING:

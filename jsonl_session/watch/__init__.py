@@ -27,8 +27,8 @@ from typing import Any, Protocol
 from .aio import DirectoryWatch, SessionWatch
 from .changes import Change, Kind, apply
 from .delivery import Delivery, DirectoryWatchSync, SessionWatchSync
-from .engine import Known, LineIndex, Start
-from .follower import Follower, seen_of
+from .engine import Known, Start
+from .follower import Follower
 from .options import (
     DEFAULT_IDLE_STEP_MS,
     DEFAULT_POLL_DELAY_MS,
@@ -64,8 +64,6 @@ __all__ = [
     "DirectoryWatch",
     "DirectoryWatchSync",
     "Kind",
-    "Known",
-    "LineIndex",
     "SessionWatch",
     "SessionWatchSync",
     "Start",
@@ -73,7 +71,6 @@ __all__ = [
     "WatchOptions",
     "WatchedSession",
     "apply",
-    "seen_of",
     "watch_directory",
     "watch_directory_sync",
     "watch_session",

@@ -52,7 +52,8 @@ class LineIndex:
 
     ``serve`` streams a page from a session's bytes in one pass and adds each piece's scan
     here; its follower then starts from that (:class:`Known`) instead of reading the file
-    again. The scans must be those of one pass from the file's start (``reads.scan_file``).
+    again. The scans must be those of one pass from the file's start
+    (``jsonl_session.core.reads.scan_file``).
     """
 
     def __init__(self) -> None:
@@ -73,12 +74,12 @@ class LineIndex:
 
 @dataclass(frozen=True, eq=False)
 class Known:
-    """A first look's head start: the caller holds the items of the file's first ``seen.size`` bytes.
+    """A first look's head start: the caller holds the items of the file up to the size in ``seen``.
 
     ``seen`` is the file as the caller saw it under the shared lock (``follower.seen_of``).
     With the ``index`` of the bytes it read, the follower reads nothing it already has: its
     first look reads from there on, and whatever else happened is found as at any wake-up.
-    Without one, the first look reads the whole file and delivers what follows ``seen.size``
+    Without one, the first look reads the whole file and delivers what follows that size
     as appended if only appends can have happened since (same inode, same mark, not shorter,
     a line's end there); otherwise every item, as ``replaced``.
     """

@@ -5,7 +5,7 @@ of the session file is logged with its descriptor's path (``-y``), and what the 
 everything after the server accepted the page's connection (the folder watch's look at start
 comes before). A page is one pass over the file, whether a page has the session open or not:
 its items, turns, the times matched against ``.times``, what rendering the next changes needs
-and the index of its lines its follower starts from (``watch.Known``: the follower then reads
+and the index of its lines its follower starts from (``watch.engine.Known``: the follower then reads
 only what is appended after the page's bytes) all come from that one pass.
 """
 

@@ -20,8 +20,9 @@ from jsonl_session.core import change_mark, reads
 from jsonl_session.core.codec import encode_items
 from jsonl_session.core.scanner import parse_item
 from jsonl_session.core.transaction import Transaction
-from jsonl_session.watch import Known, LineIndex, apply, seen_of, watch_directory_sync, watch_session_sync
-from jsonl_session.watch.engine import FileState
+from jsonl_session.watch import apply, watch_directory_sync, watch_session_sync
+from jsonl_session.watch.engine import FileState, Known, LineIndex
+from jsonl_session.watch.follower import seen_of
 
 PIECE = 256  # small pieces: the index is built across many scans, as a page builds it
 
