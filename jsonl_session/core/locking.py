@@ -42,7 +42,7 @@ exception would be swallowed.
 
 **Fork.** ``flock`` locks are shared with a forked child through the inherited descriptor, so
 an idle child would keep a dead writer's lock alive. Every :class:`FileHandle` is registered
-with :func:`close_in_forked_child`, and right after ``fork`` the child closes its copies (it
+with ``fork_safety.close_in_forked_child``, and right after ``fork`` the child closes its copies (it
 reopens on its next use). Other objects holding session descriptors (the watchers) register
 themselves the same way: anything with an ``after_fork_in_child()`` method.
 
@@ -54,27 +54,34 @@ Example:
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import itertools
 import os
-import threading
 import time
-import weakref
 from types import TracebackType
 
-from . import flock
+from .deferred_imports import OnFirstUse
 from .errors import LockReentryError, LockTimeout
-from .fork_safety import close_in_forked_child
 from .safe_open import MISSING, fsync_directory, make_private_directories, open_file
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    import fcntl
+    import threading
+    import weakref
     from collections.abc import Iterator
     from os import PathLike
     from typing import Any, TypeVar
 
+    from . import flock, fork_safety
+
     T = TypeVar("T")
+else:  # on the first lock: a warm `ls` reads DEFAULT_LOCK_TIMEOUT and locks nothing (~0.25x of its start-up)
+    fcntl = OnFirstUse("fcntl", globals())
+    threading = OnFirstUse("threading", globals())
+    weakref = OnFirstUse("weakref", globals())
+    flock = OnFirstUse("jsonl_session.core.flock", globals())
+    fork_safety = OnFirstUse("jsonl_session.core.fork_safety", globals())
 
 
 __all__ = [
@@ -86,7 +93,6 @@ __all__ = [
     "Locked",
     "backoff_delays",
     "check_lock_timeout",
-    "close_in_forked_child",
     "fsync_directory",
     "make_private_directories",
 ]
@@ -160,7 +166,7 @@ class FileHandle:
         self._holder_thread = 0  # to refuse a same-thread deadlock
         self._reopen = False  # drop the descriptor on release (the file was replaced)
         self._abandoned: weakref.ref[object] | None = None  # see try_lock
-        close_in_forked_child(self)
+        fork_safety.close_in_forked_child(self)
 
     def locked(self, *, write: bool, create: bool, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Locked:
         """Hold the lock for a ``with`` block, waiting up to ``timeout`` seconds for it.

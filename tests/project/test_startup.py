@@ -69,6 +69,12 @@ NOT_FOR_A_WARM_LS = {
     "jsonl_session.history.titles",
     "zlib",
     "math",
+    # nothing is locked either: the lock module's threads, weak references and flock wait
+    "threading",
+    "weakref",
+    "fcntl",
+    "jsonl_session.core.flock",
+    "jsonl_session.core.fork_safety",
 }
 
 
