@@ -136,6 +136,9 @@ def apply_locally(
     for kind in KINDS:
         entry = metadata.get(SUFFIX + kind)
         target = sidecar_files.sidecar(path, kind)
+        if kind == TIMES and entry is not None and _write_new_times(target, entry):
+            wrote.append(SUFFIX + kind)  # there was none (the usual import): no read first
+            continue
         current = _read(target)
         if only_missing and current is not None:
             continue
