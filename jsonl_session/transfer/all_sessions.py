@@ -37,7 +37,7 @@ from dataclasses import replace as with_changes
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..core import reads, storage, worker_threads
+from ..core import reads, sidecar_files, storage, worker_threads
 from ..core.codec import encode_items
 from ..core.errors import JSONLSessionError
 from ..core.locking import MISSING, fsync_directory
@@ -303,6 +303,7 @@ async def _import_from(
         if only is not None:
             ids = [session_id for session_id in ids if session_id in only]
         known = await read_companions(backend)
+        names, files = _listing(directory.directory)
 
         async def one(session_id: str) -> Outcome:
             try:
@@ -321,13 +322,33 @@ async def _import_from(
                 return with_changes(failed, detail=f"{failed.detail}; not imported")
             local = directory.open(session_id)
             try:
-                work = import_items(local, items, metadata or {}, replace=replace, existed=None, private=True)
+                name = local.path.name
+                work = import_items(
+                    local,
+                    items,
+                    metadata or {},
+                    replace=replace,
+                    existed=name in files,
+                    private=True,
+                    listed=sidecar_files.present(name, names),
+                )
                 return await _per_session(session_id, work)
             finally:
                 local.close()
 
         outcomes = await each(ids, one, progress, concurrency)
         return outcomes + [Outcome(shown, "failed", 0, why) for shown, why in foreign]
+
+
+def _listing(folder: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """The names in ``folder`` as the run begins, and those of regular files (one ``scandir``,
+    where a look at each session's file and sidecars cost seven system calls per session)."""
+    try:
+        with os.scandir(folder) as entries:
+            found = [(entry.name, entry.is_file(follow_symlinks=False)) for entry in entries]
+    except FileNotFoundError:
+        return frozenset(), frozenset()
+    return frozenset(name for name, _ in found), frozenset(name for name, regular in found if regular)
 
 
 async def read_companions(backend: Backend, ids: list[str] | None = None) -> dict[str, Metadata] | None:
@@ -352,6 +373,7 @@ async def import_items(
     replace: bool = False,
     existed: bool | None = True,
     private: bool = False,
+    listed: frozenset[str] | None = None,
 ) -> Outcome:
     """Bring ``local`` up to ``items`` in one rename under its lock, with ``metadata``'s sidecars.
 
@@ -361,7 +383,9 @@ async def import_items(
     ``local`` is this call's own (no descriptor of it in use elsewhere), so when the companion's
     ``.times`` is the one the file gets, the items are written through a twin that does not
     stamp a ``.times`` of its own first (a caller's session would keep its open descriptor on
-    the file the twin replaced).
+    the file the twin replaced). ``listed``: the sidecar kinds a listing of the folder found
+    when the run began (None: look for each); a sidecar the companion lacks and the listing
+    did not find is not looked for (``companion.apply_locally``).
     """
     metadata = metadata or {}
     recorded = metadata.get(companion.FILE)
@@ -389,7 +413,7 @@ async def import_items(
     sync_folder = private and durable and not existed
     if sync_folder:
         writer.durable = False
-    flags = _Flags(replace, existed, as_exported, durable, sync_folder)
+    flags = _Flags(replace, existed, as_exported, durable, sync_folder, listed)
     try:
         return await writer.locked_in_thread(
             _import_locked, writer, items, payload, metadata, flags, write=True, create=True
@@ -434,13 +458,14 @@ class _Flags(NamedTuple):
     """The caller's durability (``local``'s own is off when ``sync_folder``)."""
     sync_folder: bool
     """``local`` writes unsynced folder entries: fsync the folder once, when written."""
+    listed: frozenset[str] | None
 
 
 def _import_locked(
     fd: int, local: JSONLSession, items: list[Any], payload: bytes, metadata: Metadata, flags: _Flags
 ) -> Outcome:
     """``local``'s rewrite (as ``JSONLSession.rewriting``) to ``items``, already encoded as ``payload``."""
-    replace, existed, as_exported, durable, sync_folder = flags
+    replace, existed, as_exported, durable, sync_folder, listed = flags
     if sync_folder and os.fstat(fd).st_size:
         # Made meanwhile by someone else: a crashed writer's torn tail is saved durably as always.
         storage.repair_tail(fd, local.path, durable=True)
@@ -466,6 +491,7 @@ def _import_locked(
         durable=durable,
         only_missing=not written,
         keep_grown=written and not as_exported,
+        listed=listed,
     )
     own = (companion.FILE,) if written and as_exported else ()
     companion.restore_times(local.path, metadata, (*own, *wrote))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,6 +117,7 @@ def apply_locally(
     durable: bool,
     only_missing: bool = False,
     keep_grown: bool = False,
+    listed: Collection[str] | None = None,
 ) -> tuple[str, ...]:
     """Make the session's sidecars those of ``metadata`` (written, replaced or removed), under
     the session's exclusive lock (held as ``fd``) and after its items are written (a rewrite of
@@ -125,7 +126,9 @@ def apply_locally(
     items written are newer than those exported), a sidecar here that begins with the
     companion's bytes and goes on is kept: a log that the items' write extended (``.times``
     stamps the new items) says more than the companion. Times are set by :func:`restore_times`
-    after.
+    after. ``listed``: the sidecar kinds (``core.names.KINDS``) a listing of the folder found
+    before the lock was taken; one the companion lacks and the listing did not find is not
+    looked for (one made since comes from a writer of this session, as if after this call).
 
     Nothing is done without ``metadata`` (a session jsonl-session never exported: nothing is
     known about its sidecars, so the ones here stay).
@@ -135,6 +138,8 @@ def apply_locally(
     wrote = []
     for kind in KINDS:
         entry = metadata.get(SUFFIX + kind)
+        if entry is None and listed is not None and kind not in listed:
+            continue
         target = sidecar_files.sidecar(path, kind)
         if kind == TIMES and entry is not None and _write_new_times(target, entry):
             wrote.append(SUFFIX + kind)  # there was none (the usual import): no read first
