@@ -54,6 +54,7 @@ from .shards import shard_of
 
 __all__ = [
     "CONCURRENCY",
+    "INLINE_BYTES",
     "Outcome",
     "Status",
     "export_all",
@@ -68,6 +69,11 @@ __all__ = [
 
 CONCURRENCY = 8
 """Sessions (or batches of sessions) copied at once: enough to hide a network round trip."""
+
+INLINE_BYTES = 128 * 1024
+"""An import encodes and hashes a session's items on the loop up to this many stored bytes
+(about half a millisecond), as ``JSONLSession.add_items`` encodes on the loop: one hand-off
+to a worker thread fewer per session."""
 
 
 async def export_all(
@@ -308,8 +314,9 @@ async def _import_from(
         async def one(session_id: str) -> Outcome:
             try:
                 metadata: Metadata | None
+                stored: int | None = None
                 if backend.flavour == "redis":
-                    items, metadata = await redis_store.read_session(backend.handle, session_id)
+                    items, metadata, stored = await redis_store.read_session(backend.handle, session_id)
                 else:
                     remote = backend.session(session_id)
                     try:
@@ -331,6 +338,7 @@ async def _import_from(
                     existed=name in files,
                     private=True,
                     listed=sidecar_files.present(name, names),
+                    small=stored is not None and stored <= INLINE_BYTES,
                 )
                 return await _per_session(session_id, work)
             finally:
@@ -374,6 +382,7 @@ async def import_items(
     existed: bool | None = True,
     private: bool = False,
     listed: frozenset[str] | None = None,
+    small: bool = False,
 ) -> Outcome:
     """Bring ``local`` up to ``items`` in one rename under its lock, with ``metadata``'s sidecars.
 
@@ -385,14 +394,17 @@ async def import_items(
     stamp a ``.times`` of its own first (a caller's session would keep its open descriptor on
     the file the twin replaced). ``listed``: the sidecar kinds a listing of the folder found
     when the run began (None: look for each); a sidecar the companion lacks and the listing
-    did not find is not looked for (``companion.apply_locally``).
+    did not find is not looked for (``companion.apply_locally``). ``small``: the items are
+    few bytes (``INLINE_BYTES``), encoded on the loop.
     """
     metadata = metadata or {}
     recorded = metadata.get(companion.FILE)
     try:
-        payload, digest, there = await worker_threads.run(
-            _digest_and_stat, items, recorded is not None, local.path if existed is None else None
-        )
+        look = (items, recorded is not None, local.path if existed is None else None)
+        if small and existed is not None:
+            payload, digest, there = _digest_and_stat(*look)
+        else:
+            payload, digest, there = await worker_threads.run(_digest_and_stat, *look)
     except ValueError as exc:
         return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
     existed = there if existed is None else existed

@@ -149,15 +149,16 @@ async def read_companion(client: Any, session_id: str) -> Metadata:
     return from_redis(await client.hgetall(REDIS_PREFIX + session_id))
 
 
-async def read_session(client: Any, session_id: str) -> tuple[list[Any], Metadata]:
+async def read_session(client: Any, session_id: str) -> tuple[list[Any], Metadata, int]:
     """One session's items, decoded as ``RedisSession.get_items`` decodes them (a corrupted one
-    skipped), and its companion entries: one round trip, where the SDK's call and the companion
-    read took two."""
+    skipped), its companion entries, and the bytes the items were stored as: one round trip,
+    where the SDK's call and the companion read took two."""
     reads = client.pipeline(transaction=False)
     reads.lrange(messages_key(session_id), 0, -1)
     reads.hgetall(REDIS_PREFIX + session_id)
     raw, fields = await reads.execute()
-    return [item for item in map(_decoded, raw) if item is not _CORRUPTED], from_redis(fields)
+    items = [item for item in map(_decoded, raw) if item is not _CORRUPTED]
+    return items, from_redis(fields), sum(map(len, raw))
 
 
 _CORRUPTED = object()

@@ -78,3 +78,28 @@ def test_an_exported_session_comes_back_with_its_items_synced_once_and_its_times
         assert not [file for file in synced if f"{name}.times" in file], synced
         assert (back / (name + ".times")).read_bytes() == (folder / (name + ".times")).read_bytes()
         assert (back / name).read_bytes() == (folder / name).read_bytes()
+
+
+def test_an_item_no_line_can_hold_fails_its_session_before_any_file_is_made(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """A small session's items are encoded on the loop (``INLINE_BYTES``), not in a worker: one
+    that cannot be written exactly still fails that session alone, and creates no file."""
+    import redis
+
+    from jsonl_session.transfer.all_sessions import import_all
+    from jsonl_session.transfer.sdk_schema import messages_key, session_key
+
+    flush_redis(redis_url)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for session_id, message in (("big", '{"n":123456789012345678901234567890}'), ("fine", '{"n":1}')):
+            client.hset(session_key(session_id), mapping={"session_id": session_id, "created_at": "1"})
+            client.rpush(messages_key(session_id), message)
+    finally:
+        client.close()
+    back = tmp_path / "back"
+    outcomes = {o.session_id: o for o in asyncio.run(import_all(redis_url, SessionDirectory(back)))}
+    assert (outcomes["big"].status, outcomes["big"].items) == ("failed", 1)
+    assert outcomes["big"].detail.endswith("; nothing imported") and not (back / "big.jsonl").exists()
+    assert outcomes["fine"].status == "copied" and (back / "fine.jsonl").read_bytes() == b'{"n":1}\n'
