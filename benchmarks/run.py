@@ -926,9 +926,6 @@ def metadata(names: list[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--quick", action="store_true", help="smoke test: sizes 1,000 and 10,000, few repetitions"
-    )
-    parser.add_argument(
         "--scale", type=float, default=1.0, help="multiply every repetition count (default 1)"
     )
     parser.add_argument(
@@ -943,7 +940,7 @@ def main(argv: list[str] | None = None) -> int:
         default=HERE / "output",
         help="where sessions are built (default benchmarks/output/)",
     )
-    outputs.add_options(parser)
+    outputs.add_options(parser, quick="smoke test: sizes 1,000 and 10,000, few repetitions")
     parser.add_argument("--no-memory", action="store_true", help="skip the 1 GiB memory measurement")
     parser.add_argument("--tail-samples", type=int, default=300, help="live-tail samples (0 skips it)")
     args = parser.parse_args(argv)
@@ -974,8 +971,7 @@ def main(argv: list[str] | None = None) -> int:
     results["meta"]["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     results["meta"]["seconds"] = round(time.monotonic() - began, 1)
     results["targets"] = check_targets(results, sizes)
-    folder = outputs.results_dir(args)
-    (folder / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    folder = outputs.write_json(args, "results.json", results, indent=1, ensure_ascii=False).parent
     (folder / "results.md").write_text(markdown(results, sizes), encoding="utf-8")
     plot(results, sizes, folder / "latency.png")
     log(f"wrote {folder}/results.json, results.md and latency.png")
