@@ -13,11 +13,17 @@ Example:
 
 from __future__ import annotations
 
-from importlib import import_module
+import sys
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     from typing import Any
+
+
+def import_module(name: str) -> Any:
+    """``importlib.import_module`` for an absolute name, without importing importlib (start-up)."""
+    __import__(name)
+    return sys.modules[name]
 
 
 class OnFirstUse:

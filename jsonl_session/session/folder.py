@@ -18,7 +18,6 @@ from ..core import errors
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
 from ..core.locking import DEFAULT_LOCK_TIMEOUT, check_lock_timeout, fsync_directory
 from ..core.names import DEFAULT_DIRECTORY, LINEAGE, META, RUN, TIMES, filename_for, id_for
-from ..core.transaction import Transaction
 from .listing import SessionInfo, in_datetime_range, utc_microseconds
 from .listing_cache import ListingCache
 
@@ -231,6 +230,7 @@ class SessionDirectory:
         has looked at yet.
         """
         from ..core import sidecar_files
+        from ..core.transaction import Transaction  # rm only: a listing locks nothing
 
         path = self.open(session_id).path
         with Transaction(path, write=True, timeout=self.lock_timeout) as file:
@@ -351,6 +351,8 @@ def _read(
     """What a listing reads of a session under its shared lock: the file's stat, its item count
     and conflict marker lines (when ``count``, or when the file is no longer as ``seen``), and its
     default title (when ``title``). None if the file is gone."""
+    from ..core.transaction import Transaction  # only when the cache cannot say
+
     with Transaction(path, write=False, timeout=lock_timeout) as file:
         if not file.exists:
             return None

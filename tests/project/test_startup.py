@@ -75,6 +75,7 @@ NOT_FOR_A_WARM_LS = {
     "fcntl",
     "jsonl_session.core.flock",
     "jsonl_session.core.fork_safety",
+    "jsonl_session.core.transaction",
 }
 
 
