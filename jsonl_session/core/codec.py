@@ -73,6 +73,15 @@ def encode_items(items: Iterable[Any]) -> bytes:
     return b"".join([_encode_item(index, item, newline) for index, item in enumerate(items)])
 
 
+def encoding_or_none(items: Iterable[Any]) -> bytes | None:
+    """The items as :func:`encode_items` would write them, or None if they cannot be (e.g.
+    hand-edited huge ints): what a rewrite compares its result with, to skip writing equal bytes."""
+    try:
+        return encode_items(items)
+    except ValueError:
+        return None
+
+
 def encode_lines(items: Iterable[Any]) -> list[bytes]:
     """Each item's line *without* its newline, refused as :func:`encode_items` refuses: for a
     caller that needs the lines apart (``item_times`` fingerprints each one before they are

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from ..core import reads, storage
 from ..core.async_locking import AsyncLocked
-from ..core.codec import encode_items, identical
+from ..core.codec import encode_items, encoding_or_none, identical
 from ..core.locking import MISSING, FileHandle, Locked
 from ..core.times_log import TimesLog
 from ..history.turns import newest_turns
@@ -95,7 +95,7 @@ class LockedOperations:
         # copy.deepcopy, which also recursed (RecursionError on a 1,000-deep line).
         draft = Draft(items=reads.read_items(fd, self.path))
         yield draft
-        before = _encoding_or_none(original)
+        before = encoding_or_none(original)
         try:
             payload = encode_items(draft.items)
         except ValueError:
@@ -122,14 +122,6 @@ class LockedOperations:
         storage.replace(fd, self.path, payload, durable=self.durable)
         if times is not None:  # after the items: a crash in between leaves the old times, which still match
             times.rewrite(before, payload)
-
-
-def _encoding_or_none(items: list[Any]) -> bytes | None:
-    """The items as they would be written, or None if they cannot be (e.g. hand-edited huge ints)."""
-    try:
-        return encode_items(items)
-    except ValueError:
-        return None
 
 
 @dataclass

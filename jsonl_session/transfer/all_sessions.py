@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core import reads, sidecar_files, storage, worker_threads
-from ..core.codec import encode_items
+from ..core.codec import encode_items, encoding_or_none
 from ..core.errors import JSONLSessionError
 from ..core.locking import MISSING, fsync_directory
 from ..core.names import TIMES
@@ -454,14 +454,6 @@ def _digest_and_stat(items: list[Any], digest: bool, path: Path | None) -> tuple
     return payload, (companion.items_digest(payload, len(items)) if digest else None), found
 
 
-def _encoding_or_none(items: list[Any]) -> bytes | None:
-    """The items as they would be written, or None if they cannot be (e.g. hand-edited huge ints)."""
-    try:
-        return encode_items(items)
-    except ValueError:
-        return None
-
-
 class _Flags(NamedTuple):
     replace: bool
     existed: bool
@@ -491,7 +483,7 @@ def _import_locked(
     written = outcome.status != "skipped"
     if written:
         companion.set_mode(fd, metadata)
-    rewrite = payload != _encoding_or_none(held)  # bytes: 1 vs 1.0 and key order count too
+    rewrite = payload != encoding_or_none(held)  # bytes: 1 vs 1.0 and key order count too
     if rewrite:
         local.replace_locked(fd, payload)
     # Still under the lock, after the items (whose rewrite rewrites ``.times``): the sidecars.
