@@ -89,7 +89,7 @@ class TimesLog:
         ...     os.write(fd, payload); log.stamp(payload, None, size)
     """
 
-    __slots__ = ("__weakref__", "_checked", "_end", "_fd", "_last", "_last_crc", "_size", "path")
+    __slots__ = ("__weakref__", "_checked", "_end", "_fd", "_last", "_last_crc", "_size", "_tail", "path")
 
     def __init__(self, session_path: str | os.PathLike[str]) -> None:
         self.path = times_path(session_path)
@@ -101,6 +101,7 @@ class TimesLog:
         # this object's last append wrote an item record, it starts at ``_last`` and holds
         # ``_last_crc`` (else -1): a pop of that item blanks it there.
         self._size = self._last = self._last_crc = -1
+        self._tail = -1  # the sidecar's size after this object's last change: another writer's shows
         close_in_forked_child(self)
 
     def stamp(self, payload: bytes, lines: list[bytes] | None, size_before: int) -> None:
@@ -118,14 +119,14 @@ class TimesLog:
             crc = -1
             records = stamp(payload, lines, ms)
         try:
-            fd = self._fd
-            # A sidecar replaced (a rewrite elsewhere renamed a new one over it) or deleted (rm)
-            # is reopened. Checked (an fstat: ~8 % of an append without fsync) only when the
-            # session is not where our last change left it, or a second after the last check.
-            if size_before != self._end or ms - self._checked >= 1000:
-                fd = self._checked_fd(ms)
+            # Checked on every append (an fstat): another process may have written records since
+            # ours and left the session the size we left it (a pop and the same item added back);
+            # a sidecar replaced (a rewrite elsewhere renamed a new one over it) or deleted (rm)
+            # is reopened.
+            fd = self._checked_fd(ms)
             at = self._size
             self._size = at + _pwrite(fd, records, at)
+            self._tail = max(self._tail, self._size)
             self._last, self._last_crc = at, crc
             self._end = size_before + len(payload)
         except OSError:
@@ -154,7 +155,11 @@ class TimesLog:
                 line = orjson.dumps(removed[0])
             except TypeError:
                 line = b""
-            if size_after + len(line) + 1 == self._end and _crc32(line) == self._last_crc:
+            if (
+                size_after + len(line) + 1 == self._end
+                and _crc32(line) == self._last_crc
+                and self._unchanged_since_ours()
+            ):
                 # The item this object added last, nothing changed since: its record is the
                 # sidecar's last, and is blanked in place, not read back and cut: an ext4
                 # truncate cost a durable pop ~40 µs, and the next append as much again.
@@ -175,7 +180,7 @@ class TimesLog:
             fd, size = self._current()
             if not size:
                 if fd >= 0:
-                    self._size, self._end = 0, size_after
+                    self._size, self._end, self._tail = 0, size_after, 0
                 return
             # Only the records that may be theirs: a trailing record that is not one of theirs
             # stops the cut anyway (plus one, for a record cut by the start of the read).
@@ -202,9 +207,17 @@ class TimesLog:
                 size = cut
                 if kept:
                     size += os.pwrite(fd, kept, cut)
-            self._size, self._end = size, size_after
+            self._size, self._end, self._tail = size, size_after, size
         except OSError:
             self.close()
+
+    def _unchanged_since_ours(self) -> bool:
+        """The sidecar is still the file this object wrote last, as long as it left it."""
+        try:
+            info = os.fstat(self._fd)
+        except OSError:
+            return False
+        return bool(info.st_nlink) and info.st_size == self._tail
 
     def _kept_part(self, ms: int, first: int, count: int, session_fd: int, size: int) -> bytes:
         """The record of a batch's oldest ``count`` lines, now the session's newest (b"": unknown)."""
@@ -231,7 +244,7 @@ class TimesLog:
             fd, size = self._current()
             if size:
                 os.ftruncate(fd, 0)
-            self._size = 0
+            self._size = self._tail = 0
         except OSError:
             self.close()
 
@@ -316,7 +329,8 @@ class TimesLog:
         if fd >= 0:
             info = os.fstat(fd)
             if info.st_nlink:
-                self._size = info.st_size
+                if info.st_size != self._tail:  # another writer's records: ours go after them
+                    self._size = self._tail = info.st_size
                 return fd
         return self._open()
 
@@ -330,5 +344,5 @@ class TimesLog:
         except BaseException:
             os.close(fd)
             raise
-        self._fd, self._size = fd, size
+        self._fd, self._size, self._tail = fd, size, size
         return fd

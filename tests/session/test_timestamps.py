@@ -527,3 +527,39 @@ def test_a_pop_blanks_its_record_and_the_next_append_writes_over_it(tmp_path: Pa
     # and this object, whose sidecar end is stale now, appends after it
     [last] = stamped(session, [message(5)])
     assert times_of(session) == [first, later, last]
+
+
+def _in_another_process(directory: Path, code: str) -> None:
+    """Run ``code`` with ``s``, the same session opened by a second process (its own sidecar writer)."""
+    import subprocess
+    import sys
+
+    opened = f"s = JSONLSession('s', {str(directory)!r}, durable=False)"
+    subprocess.run(
+        [sys.executable, "-c", f"from jsonl_session import JSONLSession\n{opened}\n{code}"], check=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("batched", "between"),
+    [
+        # the other writer pops our newest item and adds it back: the session ends where we left
+        # it, and its two records are longer than our one batch record
+        (True, "s.pop_item_sync()\ns.add_items_sync([{'n': 1}])"),
+        # it pops both and adds them back as one batch: its sidecar is shorter than ours was
+        (False, "s.pop_item_sync()\ns.pop_item_sync()\ns.add_items_sync([{'n': 0}, {'n': 1}])"),
+    ],
+    ids=["same-size-session", "shorter-sidecar"],
+)
+def test_another_writers_records_are_never_written_over(tmp_path: Path, batched: bool, between: str) -> None:
+    ours = JSONLSession("s", tmp_path, durable=False)
+    if batched:
+        ours.add_items_sync([{"n": 0}, {"n": 1}])
+    else:
+        ours.add_items_sync([{"n": 0}])
+        ours.add_items_sync([{"n": 1}])
+    _in_another_process(tmp_path, between)
+    ours.add_items_sync([{"n": 2}])  # within a second of our last append: no time-based recheck
+    assert b"\x00" not in sidecar(ours).read_bytes()
+    assert [item for item, _ in ours.get_items_with_times_sync()] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert None not in times_of(ours), sidecar(ours).read_bytes()
