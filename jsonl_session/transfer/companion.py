@@ -128,7 +128,8 @@ def apply_locally(
     stamps the new items) says more than the companion. Times are set by :func:`restore_times`
     after. ``listed``: the sidecar kinds (``core.names.KINDS``) a listing of the folder found
     before the lock was taken; one the companion lacks and the listing did not find is not
-    looked for (one made since comes from a writer of this session, as if after this call).
+    looked for (one made since comes from a writer of this session, as if after this call),
+    except ``.times``, which the items' own write may have just made.
 
     Nothing is done without ``metadata`` (a session jsonl-session never exported: nothing is
     known about its sidecars, so the ones here stay).
@@ -138,8 +139,8 @@ def apply_locally(
     wrote = []
     for kind in KINDS:
         entry = metadata.get(SUFFIX + kind)
-        if entry is None and listed is not None and kind not in listed:
-            continue
+        if entry is None and listed is not None and kind not in listed and kind != TIMES:
+            continue  # (a .times may be new: the items' write just stamped one)
         target = sidecar_files.sidecar(path, kind)
         if kind == TIMES and entry is not None and _write_new_times(target, entry):
             wrote.append(SUFFIX + kind)  # there was none (the usual import): no read first

@@ -62,3 +62,19 @@ def test_a_symlink_where_a_sidecar_goes_is_removed_never_followed(tmp_path: Path
     assert {o.session_id: o.status for o in outcomes} == {"kept": "copied", "plain": "copied"}
     assert target.read_bytes() == b"not to be touched\n"
     assert not (back / "plain.jsonl.usage").is_symlink()
+
+
+def test_a_session_exported_without_times_comes_back_without_times(tmp_path: Path, redis_url: str) -> None:
+    # the import's write of the items stamps a new .times; the exported session had none, so the
+    # items must not come back dated to the import
+    flush_redis(redis_url)
+    folder = tmp_path / "sessions"
+    JSONLSession("untimed", folder, timestamps=False).add_items_sync([{"role": "user", "content": "hi"}])
+    assert not (folder / "untimed.jsonl.times").exists()
+    asyncio.run(export_all(SessionDirectory(folder), redis_url))
+    back = tmp_path / "back"
+    back.mkdir()
+    outcomes = asyncio.run(import_all(redis_url, SessionDirectory(back)))
+    assert [o.status for o in outcomes] == ["copied"]
+    assert (back / "untimed.jsonl").read_bytes() == (folder / "untimed.jsonl").read_bytes()
+    assert not (back / "untimed.jsonl.times").exists()
