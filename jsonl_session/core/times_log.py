@@ -89,13 +89,12 @@ class TimesLog:
         ...     os.write(fd, payload); log.stamp(payload, None, size)
     """
 
-    __slots__ = ("__weakref__", "_checked", "_end", "_fd", "_last", "_last_crc", "_size", "_tail", "path")
+    __slots__ = ("__weakref__", "_end", "_fd", "_last", "_last_crc", "_size", "_tail", "path")
 
     def __init__(self, session_path: str | os.PathLike[str]) -> None:
         self.path = times_path(session_path)
         self._fd = -1
         self._end = -1  # the session's size after the last change made through this object
-        self._checked = 0  # when (ms) the descriptor was last checked against the name
         # While the session is at ``_end``, nobody else changed it or the sidecar: the next
         # record goes at ``_size`` (the sidecar's size, or where a blanked record starts), and if
         # this object's last append wrote an item record, it starts at ``_last`` and holds
@@ -123,7 +122,7 @@ class TimesLog:
             # ours and left the session the size we left it (a pop and the same item added back);
             # a sidecar replaced (a rewrite elsewhere renamed a new one over it) or deleted (rm)
             # is reopened.
-            fd = self._checked_fd(ms)
+            fd = self._checked_fd()
             at = self._size
             self._size = at + _pwrite(fd, records, at)
             self._tail = max(self._tail, self._size)
@@ -322,9 +321,8 @@ class TimesLog:
         fd = self._open()
         return fd, os.fstat(fd).st_size
 
-    def _checked_fd(self, ms: int) -> int:
+    def _checked_fd(self) -> int:
         """The descriptor, reopened if the sidecar was replaced or deleted since it was opened."""
-        self._checked = ms
         fd = self._fd
         if fd >= 0:
             info = os.fstat(fd)
