@@ -125,6 +125,16 @@ def test_stalled_readers_of_a_big_session_hold_a_piece_each_and_let_go(server: S
         for sock in readers:
             sock.close()
     wait_until(lambda: status_kib(pid, "Threads") <= threads, 60, "the handlers' threads ended")
-    after = status_kib(pid, "VmRSS")
-    assert after - bare < 20 * 1024, f"{(after - bare) // 1024} MB still held after the readers left"
+    # the server gives freed pages back on its next loop (every half second) after connections
+    # close: measured at once, the threads' freed pieces may still be resident
+    held: list[int] = []
+
+    def given_back() -> bool:
+        held.append(status_kib(pid, "VmRSS") - bare)
+        return held[-1] < 20 * 1024
+
+    try:
+        wait_until(given_back, 10)
+    except AssertionError:
+        pytest.fail(f"{held[-1] // 1024} MB still held 10 s after the readers left")
     assert server.get("/session?id=big")[0] == 200  # and it still serves the page

@@ -25,8 +25,10 @@ from jsonl_session.session.listing import utc_seconds
 def test_list_reports_counts_sizes_and_newest_first(sessions_dir: Path) -> None:
     store = SessionDirectory(sessions_dir)
     assert store.list() == [] and store.ids() == []
-    store.open("old").add_items_sync([{"a": 1}, {"b": 2}])
-    store.open("new").add_items_sync([{"c": 3}])
+    # without timestamps a session ranks by mtime (with them, by its newest item's stamp,
+    # and two adds in one millisecond tie, broken by id)
+    store.open("old", timestamps=False).add_items_sync([{"a": 1}, {"b": 2}])
+    store.open("new", timestamps=False).add_items_sync([{"c": 3}])
     os.utime(store.open("old").path, (1_000_000_000, 1_000_000_000))
     (sessions_dir / "README.txt").write_text("not a session")
     infos = store.list()
