@@ -85,18 +85,19 @@ class AsyncLocked:
         if self._yield_first:
             await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
         handle = self._handle
-        # A durable create fsyncs the folder, which the loop never waits for: the file is
-        # created ahead in a worker thread, and the lock is taken without creating it.
-        in_thread = self._create and handle.durable
-        if in_thread and handle.fd is None:
+        # Creating is file work (the folder looked at, the create, the unlink of each sidecar a
+        # deleted namesake left; a durable one fsyncs the folder), which the loop never waits
+        # for: the lock is taken without creating, and a missing file is created in a worker
+        # thread. A durable write, whose fsync goes to a worker anyway, opens there too.
+        in_thread = self._create
+        if in_thread and handle.durable and handle.fd is None:
             await _open_ahead(handle, self._write)
         token = self._token
-        create = self._create and not in_thread
         try:
-            fd = handle.try_lock(self, token, self._write, create, threading.get_ident())
+            fd = handle.try_lock(self, token, self._write, False, threading.get_ident())
             if fd == BUSY:  # held by another process (or task): wait without blocking the loop
-                fd = await handle.lock_polling(self, token, self._write, create, self._timeout)
-            if fd == MISSING and in_thread:  # deleted while the handle held it open: create it ahead too
+                fd = await handle.lock_polling(self, token, self._write, False, self._timeout)
+            if fd == MISSING and in_thread:  # new, or deleted while the handle held it open
                 await _open_ahead(handle, self._write)
                 fd = handle.try_lock(self, token, self._write, True, threading.get_ident())
                 if fd == BUSY:
@@ -192,7 +193,7 @@ _YIELD_ONCE: Awaitable[None] = _YieldOnce((None,))  # type: ignore[assignment]
 
 
 async def _open_ahead(handle: FileHandle, write: bool) -> None:
-    """Open (creating) the file in a worker thread: a durable create fsyncs the folder."""
+    """Open (creating) the file in a worker thread: creating is file work (and a durable one fsyncs)."""
     from . import worker_threads  # here, not at import time: the CLI never needs threads
 
     await worker_threads.run(handle.open_ahead, write)

@@ -141,3 +141,45 @@ def test_an_async_create_fsyncs_the_folder_off_the_loops_thread(tmp_path: Path) 
     deleted = "session.add_items_sync([item]); os.unlink(session.path); " + CALLS["add_items"]
     main, threads = folder_fsync_threads(folder, deleted)
     assert len(threads) == 2 and threads[0] == main and threads[1] != main
+
+
+def creating_threads(folder: Path, calls: str, *, durable: bool) -> tuple[int, list[int]]:
+    """The main thread's id in a process making ``calls``, and the thread of each creation
+    (``O_CREAT | O_EXCL``) of the session's file."""
+    strace = strace_or_skip()
+    log = folder.parent / "strace.log"
+    ran = subprocess.run(
+        [strace, "-f", "-qq", "-e", "trace=openat", "-o", str(log), sys.executable, "-c",
+         WRITES.replace("{calls}", calls), str(folder), "durable" if durable else "fast"],
+        check=True, timeout=60, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pattern = re.compile(r'^(\d+) +openat\(AT_FDCWD, "[^"]*/made_elsewhere\.jsonl", [^)]*O_CREAT\|O_EXCL')
+    threads = [int(found[1]) for line in log.read_text().splitlines() if (found := pattern.search(line))]
+    return int(ran.stdout.split()[0]), threads
+
+
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "durable=False"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        CALLS["add_items"],
+        # an import (import --all) of a session the folder lacks: its own session, created new
+        (
+            "from jsonl_session.transfer.all_sessions import import_items; "
+            "asyncio.run(import_items(session, [item, item], existed=False, private=True))"
+        ),
+    ],
+    ids=["add_items", "import_items"],
+)
+def test_an_async_create_is_made_off_the_loops_thread_durable_or_not(
+    tmp_path: Path, call: str, durable: bool
+) -> None:
+    """Creating a session file is file work (a stat of the folder, the create, an unlink for
+    each sidecar a deleted namesake may have left): a worker's, not the loop's, whatever the
+    durability. An import of a new session once made its file on the loop's thread, a fifth
+    of the loop's time in ``import --all``."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    main, threads = creating_threads(folder, call, durable=durable)
+    assert len(threads) == 1 and threads[0] != main
+    assert JSONLSession("made_elsewhere", folder).get_items_sync() != []
