@@ -484,7 +484,9 @@ def _import_locked(
     if written:
         companion.set_mode(fd, metadata)
     rewrite = payload != encoding_or_none(held)  # bytes: 1 vs 1.0 and key order count too
-    if rewrite:
+    if rewrite and not held and not os.fstat(fd).st_size:
+        local.fill_locked(fd, payload, durable=durable)  # a new session: appended, as add_items would
+    elif rewrite:
         local.replace_locked(fd, payload)
     # Still under the lock, after the items (whose rewrite rewrites ``.times``): the sidecars.
     # Up to date: only the sidecars this folder lacks are added (its own may be newer).
