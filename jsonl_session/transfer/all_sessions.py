@@ -13,8 +13,9 @@ session is copied all or nothing, and a run copies only what the destination lac
   sessions per transaction into PostgreSQL and SQLite (``sql_store``), one ``MULTI``/``EXEC``
   per session into Redis (``redis_store``), one transaction per session into an
   ``SQLiteSession`` file (``sqlite_store``);
-* **import** writes each session in one rename under the file's lock, then its sidecars and
-  times, while the lock is held (``import_items``);
+* **import** writes each session in one write under the file's lock (appended to a new file,
+  a rename over one that holds items), then its sidecars and times, while the lock is held
+  (``import_items``);
 * whatever is wrong with one session (a malformed file, an id in the backend that is not ours:
   not UTF-8, empty, too long for a file name, a key of another type) is that session's
   ``failed`` outcome with its reason, and the others go on; only an error of the backend
@@ -384,7 +385,7 @@ async def import_items(
     listed: frozenset[str] | None = None,
     small: bool = False,
 ) -> Outcome:
-    """Bring ``local`` up to ``items`` in one rename under its lock, with ``metadata``'s sidecars.
+    """Bring ``local`` up to ``items`` in one write under its lock, with ``metadata``'s sidecars.
 
     Encoding, and the read, compare and rename under the lock, run in worker threads; the
     lock is waited for on the loop. Items that cannot be written create no file. ``existed``:

@@ -9,8 +9,10 @@
 * **metadata travels**: the session's sidecars and times go into the backend's companion
   table or hash (``companion``) with the items, and come back with them;
 * **verify before writing**: an import reads every item first and checks that this format
-  stores each exactly, then writes them all in one rename under the file's lock, so a bad item
-  or a crash leaves no half conversation (``failed``, nothing written);
+  stores each exactly, then writes them all in one write under the file's lock, so a bad item
+  leaves no half conversation (``failed``, nothing written). Over a file that holds items the
+  write is an atomic rename; into a new file it is an append, as ``add_items``'s, which a
+  ``kill -9`` mid-write can cut short: the next run finds the file behind and appends the rest;
 * an import of an id the backend has no items for writes nothing (``failed``).
 
 The outcome is :class:`~jsonl_session.transfer.copy_outcome.Outcome`, as ``export_all`` and
@@ -73,8 +75,8 @@ async def import_session(
 ) -> Outcome:
     """Bring ``target`` up to the session ``source_id`` stored at ``url``, all or nothing.
 
-    Every item is read, then checked to be storable exactly, then written in one rename under
-    ``target``'s lock with the sidecars the companion holds (see ``export_session`` for the
+    Every item is read, then checked to be storable exactly, then written under ``target``'s
+    lock in one write (a rename over a file that holds items) with the sidecars the companion holds (see ``export_session`` for the
     outcomes). ``failed`` (nothing written) when an item cannot be stored exactly or the
     backend has no items under ``source_id``.
     """
