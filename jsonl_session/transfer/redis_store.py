@@ -157,8 +157,12 @@ async def read_session(client: Any, session_id: str) -> tuple[list[Any], Metadat
     reads.lrange(messages_key(session_id), 0, -1)
     reads.hgetall(REDIS_PREFIX + session_id)
     raw, fields = await reads.execute()
-    items = [item for item in map(_decoded, raw) if item is not _CORRUPTED]
-    return items, from_redis(fields), sum(map(len, raw))
+    # The rows joined by a newline, which no digit run crosses: the session's numbers are
+    # checked in one call, where a call per row cost a tenth of the import's loop.
+    joined = b"\n".join(raw)
+    decode = _decoded if has_long_digit_run(joined) else _short_numbers_decoded
+    items = [item for item in map(decode, raw) if item is not _CORRUPTED]
+    return items, from_redis(fields), len(joined) - max(len(raw) - 1, 0)
 
 
 _CORRUPTED = object()
@@ -171,11 +175,20 @@ def _decoded(message: bytes) -> Any:
     values, except integers of 19+ digits (floats there, silently), which go to ``json.loads``
     with what orjson refuses and the standard library takes (``NaN``, ``1e400``, lone surrogates).
     """
-    if not has_long_digit_run(message):
-        try:
-            return orjson.loads(message)
-        except orjson.JSONDecodeError:
-            pass
+    if has_long_digit_run(message):
+        return _standard_decoded(message)
+    return _short_numbers_decoded(message)
+
+
+def _short_numbers_decoded(message: bytes) -> Any:
+    """:func:`_decoded` of a row known to hold no run of 19+ digits."""
+    try:
+        return orjson.loads(message)
+    except orjson.JSONDecodeError:
+        return _standard_decoded(message)
+
+
+def _standard_decoded(message: bytes) -> Any:
     try:
         return json.loads(message)
     except (json.JSONDecodeError, UnicodeDecodeError):

@@ -76,9 +76,9 @@ async def import_session(
     """Bring ``target`` up to the session ``source_id`` stored at ``url``, all or nothing.
 
     Every item is read, then checked to be storable exactly, then written under ``target``'s
-    lock in one write (a rename over a file that holds items) with the sidecars the companion holds (see ``export_session`` for the
-    outcomes). ``failed`` (nothing written) when an item cannot be stored exactly or the
-    backend has no items under ``source_id``.
+    lock in one write (a rename over a file that holds items) with the sidecars the companion
+    holds (see ``export_session`` for the outcomes). ``failed`` (nothing written) when an item
+    cannot be stored exactly or the backend has no items under ``source_id``.
     """
     async with open_backend(url) as backend:
         remote = backend.session(source_id)
