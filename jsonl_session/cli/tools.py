@@ -216,37 +216,83 @@ def cmd_grep(args: argparse.Namespace) -> int:
         )
     except re.error as exc:
         raise UsageError(f"bad pattern {args.pattern!r}: {exc}") from None
-    style = style_for(sys.stdout)
-    write = sys.stdout.write
-    matches = 0
-    for hit in hits:
-        matches += 1
-        if args.json:
+    if args.json:
+        matches = 0
+        for matches, hit in enumerate(hits, 1):
             print_json({"id": hit.session_id, "line": hit.line, "role": hit.role, "text": hit.text})
-        else:
-            head = style.role(printable(hit.heading))
-            write(f"{printable(hit.session_id)}:{hit.line}: {head}: {snippet(hit, style)}\n")
+    else:
+        matches = _print_hits(hits, style_for(sys.stdout))
     for unreadable in skipped:
         skip_warning(unreadable)
     return 0 if matches and not skipped else 1
 
 
+_LINES_PER_WRITE = 256
+
+
+def _print_hits(hits: Iterator[Hit], style: Style) -> int:
+    """``id:line: role: snippet`` per hit; how many there were.
+
+    A common word prints a line for each of a million items, so what can be done once is:
+    each session id and each heading is made printable (and coloured) once, and off a terminal
+    the lines go out :data:`_LINES_PER_WRITE` at a time, one ``write`` each (and at the end,
+    or before an error is raised). A terminal gets each line as it is found.
+    """
+    ids: dict[str, str] = {}
+    heads: dict[str, str] = {}
+    pending: list[str] = []
+    out = sys.stdout
+    per_write = 1 if out.line_buffering else _LINES_PER_WRITE
+    matches = 0
+    try:
+        for hit in hits:
+            matches += 1
+            session_id, heading = hit.session_id, hit.heading
+            if (shown := ids.get(session_id)) is None:
+                shown = ids[session_id] = printable(session_id)
+            if (head := heads.get(heading)) is None:
+                head = heads[heading] = style.role(printable(heading))
+            pending.append(f"{shown}:{hit.line}: {head}: {snippet(hit, style)}\n")
+            if len(pending) >= per_write:
+                lines, pending = "".join(pending), []
+                out.write(lines)
+    finally:  # what was found before a session that fails (a lock not acquired...) is printed
+        if pending:
+            out.write("".join(pending))
+    return matches
+
+
 def snippet(hit: Hit, style: Style) -> str:
     """About SNIPPET characters around the match, on one line, the match highlighted."""
     text = hit.text
-    start = max(0, hit.start - SNIPPET // 3)
-    end = min(len(text), max(hit.end, start + SNIPPET))
-    start = max(0, min(start, end - SNIPPET))  # text near the end: show more before it, not less
+    size = len(text)
+    start = hit.start - _BEFORE if hit.start > _BEFORE else 0  # max(0, ...) without a call: once a hit
+    end = max(hit.end, start + SNIPPET)
+    if end >= size:
+        end = size
+        if end - SNIPPET < start:  # text near the end: show more before it, not less
+            start = end - SNIPPET if end > SNIPPET else 0
     if style.enabled:
         window = (
             printable(text[start : hit.start])
             + style.match(printable(text[hit.start : hit.end]))
             + printable(text[hit.end : end])
         )
-    else:  # printable works a character at a time: once over the window is the same, and faster
-        window = printable(text[start:end])
+    else:
+        window = text[start:end]
+        if window.isprintable():
+            # Nothing to escape, and no whitespace but spaces (every other kind, from tab to
+            # U+3000, is a control or separator, which isprintable refuses): the window is
+            # already on one line, and the same squashed unless spaces run, lead or trail.
+            if "  " not in window and window[:1] != " " and window[-1:] != " ":
+                return ("…" if start else "") + window + ("…" if end < size else "")
+        else:  # printable works a character at a time: once over the window is the same, and faster
+            window = printable(window)
     # split/join squashes newlines and runs of spaces 4x faster than a regex (colour codes have no spaces)
-    return ("…" if start else "") + " ".join(window.split()) + ("…" if end < len(text) else "")
+    return ("…" if start else "") + " ".join(window.split()) + ("…" if end < size else "")
+
+
+_BEFORE = SNIPPET // 3
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

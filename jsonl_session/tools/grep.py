@@ -18,9 +18,10 @@ holds a word its raw line does not in these cases, each handled here:
   ``True``, ``False``, ``inf``, ``nan`` from values that are no text: words found in those
   are not pre-filtered.
 
-A phrase (words and spaces) is found by its longest word, then kept only on the lines that
-may hold it whole (``Prefilter.may_hold_phrase``): a common word in a rarer phrase decodes the
-phrase's lines, not the word's.
+A phrase (words and spaces) is looked for as it is where no list (``[``) could join it from
+parts, else by its longest word, kept only on the lines that may hold the phrase whole
+(``Prefilter.may_hold_phrase``: the word after a ``[``...): a common word in a rarer phrase
+decodes the phrase's lines, not the word's.
 
 ``tests/tools/test_grep_prefilter.py`` pins each case. Memory is bounded whatever the folder
 holds (``matching_items``: ``tests/tools/test_grep_bounded.py``). :func:`search` is the whole of
@@ -71,9 +72,11 @@ class Hit:
     """One item whose text matches: where it is, what it is, and where in its text the match is.
 
     A plain class with slots, not a dataclass: ``grep``'s start-up is most of a rare word's search.
+    ``role`` and ``heading`` are worked out when asked (the CLI asks for one of them), not for
+    every hit.
     """
 
-    __slots__ = ("end", "heading", "item", "line", "role", "session_id", "start", "text")
+    __slots__ = ("end", "item", "line", "session_id", "start", "text")
 
     def __init__(
         self, session_id: str, line: int, item: dict[str, Any], text: str, start: int, end: int
@@ -82,16 +85,22 @@ class Hit:
         self.line = line
         """The item's 1-based line number in its file."""
         self.item = item
-        self.role = label(item)
-        """``user``, ``assistant``, ``function_call``... (``render.item_text.label``)."""
-        self.heading = heading(item)
-        """What a transcript shows before the text (``tool call get_weather``...)."""
         self.text = text
         """The item's text as the transcript shows it (``render.item_text.text_of``), which was searched."""
         self.start = start
         """Where the first match begins in ``text``."""
         self.end = end
         """Where it ends."""
+
+    @property
+    def role(self) -> str:
+        """``user``, ``assistant``, ``function_call``... (``render.item_text.label``)."""
+        return label(self.item)
+
+    @property
+    def heading(self) -> str:
+        """What a transcript shows before the text (``tool call get_weather``...)."""
+        return heading(self.item)
 
     def __repr__(self) -> str:
         span = f"({self.start}, {self.end})"
@@ -131,14 +140,17 @@ def _search(
     lock_timeout: float,
     on_error: Callable[[StrPath, Exception], None] | None,
 ) -> Iterator[Hit]:
+    ids = [session_id for session_id, _ in sessions]
     paths = [path for _, path in sessions]
+    find = pattern.search  # the loop runs once a candidate line: no lookups it can do without
     for index, number, item in matching_items(paths, prefilter, lock_timeout, on_error):
         if role is not None and role not in (label(item), heading(item)):
             continue
         text = text_of(item)
-        match = pattern.search(text)
+        match = find(text)
         if match is not None:
-            yield Hit(sessions[index][0], number, item, text, match.start(), match.end())
+            start, end = match.span()
+            yield Hit(ids[index], number, item, text, start, end)
 
 
 class Prefilter:
@@ -155,18 +167,28 @@ class Prefilter:
         self.longest = max(len(self.word), len(b"\\u"), *map(len, self.variants))
         """The longest byte string looked for: pieces read apart overlap by one byte less."""
         self._word = re.compile(re.escape(self.word))
+        self._phrase = None if self.phrase is None else re.compile(re.escape(self.phrase))
         self._variants = [re.compile(re.escape(variant)) for variant in self.variants]
+        self._folded_phrase = [re.compile(re.escape(variant)) for variant in self._phrase_variants]
 
     def lines(self, data: bytes) -> Iterator[tuple[int, int, bytes]]:
         """``(line number, offset, line)`` of each line of ``data`` that may hold a match, in
-        order; numbers count from 1 at the start of ``data``, offsets are where lines start."""
+        order; numbers count from 1 at the start of ``data``, offsets are where lines start.
+        For a phrase, only the lines that :meth:`may_hold_phrase`."""
         haystack = data.lower() if self.ignore_case else data
-        hits: Iterator[int] = _one_per_line(haystack, self._word)
+        literal, variants = self._word, self._variants
+        if self._phrase is not None and b"[" not in data:
+            # No list to join parts from: a phrase's lines hold it as it is, escaped, or with
+            # a character -i folds (any of the phrase's). Look for the phrase, not its word,
+            # which a common word's lines hold several times more often.
+            literal, variants = self._phrase, self._folded_phrase
+        hits: Iterator[int] = _one_per_line(haystack, literal)
+        sift = literal is self._word and self.phrase is not None  # the word's lines: those that may hold it
         extra: list[int] = []
         if b"\\" in data:  # memchr: most files without escapes skip the regex
             extra += (found.start() for found in _ESCAPE.finditer(data))
-        if self._variants and not data.isascii():
-            for variant in self._variants:
+        if variants and not data.isascii():
+            for variant in variants:
                 extra += _one_per_line(data, variant)
         if extra:
             hits = iter(sorted({*hits, *extra}))
@@ -179,30 +201,38 @@ class Prefilter:
             line_end = len(data) if line_end < 0 else line_end
             number += data.count(b"\n", counted_to, start)
             counted_to = start
-            yield number, start, data[start:line_end]
+            line = data[start:line_end]
+            if not sift or self.may_hold_phrase(line):
+                yield number, start, line
 
     def grep_patterns(self) -> tuple[list[bytes], bool]:
         """What the system's grep looks for, and whether as extended regular expressions: the
         word, ``\\u`` and the variants, literally; for a phrase, the lines
-        :meth:`may_hold_phrase` keeps (the phrase, or the word on a line with a ``[``...), so
-        grep hands back few more lines than are decoded. The word and the phrase hold no
-        character special to ``grep -E`` (``prefilter_for`` refuses them)."""
+        :meth:`may_hold_phrase` keeps (the phrase, or the word after a ``[``...), so grep hands
+        back only lines that are decoded. The word and the phrase hold no character special to
+        ``grep -E`` (``prefilter_for`` refuses them).
+
+        Parts are joined only from a list, and a list's ``[`` comes before its elements in
+        the line: the word after a ``[`` is enough. ``word.*\\[`` as well cost grep twice the
+        time over lines that all hold a common word (it reads each to its end for a ``[``)."""
         if self.phrase is None:
             return [self.word, b"\\u", *self.variants], False
-        either_side = [rb"\[.*" + self.word, self.word + rb".*\["]
-        return [self.phrase, *either_side, rb"\\u", *self.variants, *self._phrase_variants], True
+        return [self.phrase, rb"\[.*" + self.word, rb"\\u", *self.variants, *self._phrase_variants], True
 
     def may_hold_phrase(self, line: bytes) -> bool:
-        """Whether a line that passed :meth:`lines` may hold the phrase: it has it as it is, or
-        its text may be joined from parts with a space (a list: ``[``), or be written otherwise
-        (an escape, a character ``-i`` folds). A phrase holds no ``"``, ``\\``, ``/``, ``:`` or
-        ``,``, which a writer escapes or spaces differently, nor a word the text makes up."""
+        """Whether a line with the phrase's word (or an escape, or a character ``-i`` folds) may
+        hold the phrase: it has it as it is, or its text may be joined from parts with a space
+        (the word after a list's ``[``), or be written otherwise (an escape, a character ``-i``
+        folds). A phrase holds no ``"``, ``\\``, ``/``, ``:`` or ``,``, which a writer escapes
+        or spaces differently, nor a word the text makes up. The lines the system's grep hands
+        back (:meth:`grep_patterns`) are these."""
         if self.phrase is None:
             return True
         haystack = line.lower() if self.ignore_case else line
+        bracket = line.find(b"[")
         return (
             self.phrase in haystack
-            or b"[" in line
+            or (bracket >= 0 and haystack.find(self.word, bracket) >= 0)
             or b"\\u" in line
             or any(variant in line for variant in self._phrase_variants)
         )
@@ -285,13 +315,10 @@ def matching_items(
                 offset, number, skip_through = 0, 1, 0  # the file went: its next batch starts afresh
             held = 0
             stop = None
-            phrase = prefilter.may_hold_phrase if prefilter is not None and prefilter.phrase else None
             candidates = _candidates(batch, prefilter, offset, number)
             try:
                 for at, line_number, end, line in candidates:
                     if at == index and line_number <= skip_through:
-                        continue
-                    if phrase is not None and not phrase(line):
                         continue
                     found.append((at, line_number, line))
                     held += len(line)
@@ -306,8 +333,7 @@ def matching_items(
                 inode = os.fstat(next(fd for at, _, fd, _ in batch if at == index)).st_ino
             else:
                 index, offset, number, skip_through = after, 0, 1, 0
-        for at, line_number, item in _items(found):
-            yield at, line_number, item
+        yield from _items(found)
         found = []  # not held while the next batch is read
 
 
@@ -408,6 +434,7 @@ def _python_lines(
     without a match is never held, so a hostile 300 MB line without a newline costs a piece.
     """
     keep = prefilter.longest - 1 if prefilter is not None else 0
+    phrase = prefilter.may_hold_phrase if prefilter is not None else _any_line  # for a long line
     start = offset  # where the line being read starts
     held: bytes | None = b""  # its bytes so far, while fewer than a piece; None once longer
     matched = False  # for a long line: whether a part of it may match
@@ -426,8 +453,8 @@ def _python_lines(
                 overlap = (overlap + part[-keep:])[-keep:] if keep else b""
             if newline < 0:
                 continue
-            if matched:
-                yield number, base + newline + 1, _line(fd, start, base + newline)
+            if matched and phrase(line := _line(fd, start, base + newline)):
+                yield number, base + newline + 1, line
             number, start, held = number + 1, base + newline + 1, b""
             piece = piece[newline + 1 :]
         data = held + piece
@@ -443,8 +470,8 @@ def _python_lines(
             overlap = held[-keep:] if keep else b""
             held = None
     if held is None:
-        if matched:
-            yield number, position + 1, _line(fd, start, position)
+        if matched and phrase(line := _line(fd, start, position)):
+            yield number, position + 1, line
     elif held:  # the last line, without its newline
         yield from _lines_in(held, start, number, prefilter)
 
@@ -465,6 +492,10 @@ def _lines_in(
         at += len(line) + 1
 
 
+def _any_line(_line: bytes) -> bool:
+    return True
+
+
 def _line(fd: int, start: int, end: int) -> bytes:
     return _unmarked(reads.read_range(fd, start, end), start)
 
@@ -478,9 +509,7 @@ def _items(lines: list[tuple[int, int, bytes]]) -> Iterator[tuple[int, int, dict
     few = "orjson" not in sys.modules and sum(len(line) for *_, line in lines) < _FEW_BYTES
     loads = _loads_without_orjson if few else _orjson_loads()
     for index, number, line in lines:
-        if codec.is_blank(line):
-            continue
-        try:
+        try:  # a blank line fails too: no codec.is_blank on every line
             item = loads(line)  # not codec.decode_line: exact huge ints do not matter to a search
         except ValueError:
             continue

@@ -8,14 +8,19 @@ re-serialised) must not be pre-filtered on the joined form.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import string
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_helpers import write_lines
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jsonl_session.cli.commands import main
 from jsonl_session.tools import system_grep
@@ -215,3 +220,85 @@ def test_a_phrase_is_found_however_the_line_writes_it(
     assert grep(capsys, sessions_dir, "-i", "sunny  weather") == [
         "phrases:6: user: SUNNY WEATHER"
     ]  # the snippet squashes spaces
+
+
+def test_a_phrase_joined_from_parts_is_found_wherever_the_lists_of_the_line_are(
+    sessions_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the word after a list's [ is what a joined phrase leaves in the line; a [ only before
+    # it (another key's list) or only after it decodes the line for nothing, and changes nothing
+    parts = '[{"type": "input_text", "text": "so sunny"}, "weather"]'
+    hand_written(
+        sessions_dir,
+        "lists",
+        '{"role": "user", "id": "weather", "content": ' + parts + "}",
+        '{"content": ' + parts + ', "role": "user", "tags": ["weather"]}',
+        '{"role": "user", "tags": ["x"], "content": "weather is sunny"}',
+        '{"role": "user", "content": "weather is sunny", "tags": ["sunny weather"]}',
+        '{"role": "user", "content": ["sunny", "rain"], "note": "weather"}',
+    )
+    assert grep(capsys, sessions_dir, "sunny weather") == [
+        "lists:1: user: so sunny weather",
+        "lists:2: user: so sunny weather",
+    ]
+    assert grep(capsys, sessions_dir, "sunny[ ]weather") == grep(capsys, sessions_dir, "sunny weather")
+    # a session without a [ anywhere is searched for the phrase itself, and its folds
+    (sessions_dir / "lists.jsonl").unlink()
+    hand_written(sessions_dir, "folded", '{"role": "user", "content": "ſunny weather"}')
+    assert grep(capsys, sessions_dir, "-i", "sunny weather") == ["folded:1: user: ſunny weather"]
+
+
+PHRASE_PIECES = [
+    "sunny",
+    "weather",
+    "sunny weather",
+    "ſunny weather",
+    "ſunny",
+    "SUNNY",
+    " ",
+    "x",
+    "[",
+    r"\u0020",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(PHRASE_PIECES), max_size=6),  # the text, or its parts
+            st.booleans(),  # parts in a list, or one string
+            st.lists(st.sampled_from(PHRASE_PIECES), max_size=3),  # another key's value
+            st.booleans(),  # that value a list, or one string
+            st.booleans(),  # that key before the content, or after
+        ),
+        max_size=5,
+    ),
+    ignore_case=st.booleans(),
+)
+def test_a_phrase_search_finds_what_decoding_every_line_finds(
+    lines: list[tuple[list[str], bool, list[str], bool, bool]], ignore_case: bool
+) -> None:
+    written = []
+    for pieces, as_parts, other, other_as_list, other_first in lines:
+        # ſ as it is; the piece \u0020 as an escape (a space), not as an escaped backslash
+        content = json.dumps(pieces if as_parts else "".join(pieces), ensure_ascii=False)
+        content = content.replace("\\\\u", "\\u")
+        extra = f'"note": {json.dumps(other if other_as_list else "".join(other), ensure_ascii=False)}'
+        fields = [extra, f'"content": {content}'] if other_first else [f'"content": {content}', extra]
+        written.append('{"role": "user", ' + ", ".join(fields) + "}")
+    flags = ["-i"] if ignore_case else []
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        (directory / "s.jsonl").write_bytes("\n".join(written).encode() + b"\n")
+        # the same phrase as a regex ([ ] is no literal) decodes every line: the plain answer
+        assert _cli_output(directory, "sunny weather", *flags) == _cli_output(
+            directory, "sunny[ ]weather", *flags
+        )
+
+
+def _cli_output(directory: Path, *args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["grep", *args, "--dir", str(directory)])
+    return code, out.getvalue()

@@ -202,6 +202,53 @@ def test_a_search_holds_a_bounded_part_of_its_hits_in_memory(
     assert peak < search.HELD_BYTES * 3, peak
 
 
+# Pieces of lines where a phrase may be: as it is, joined from parts of a list, escaped, folded.
+PHRASE_PIECES = [
+    "sunny",
+    "weather",
+    "sunny weather",
+    "ſunny",
+    "SUNNY",
+    " ",
+    "x",
+    "[",
+    "]",
+    r"\u0020",
+    '"',
+    ",",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(st.lists(st.sampled_from(PHRASE_PIECES), max_size=8), max_size=8),
+    ignore_case=st.booleans(),
+)
+def test_the_lines_the_system_grep_hands_back_for_a_phrase_may_hold_it(
+    texts: list[list[str]], ignore_case: bool
+) -> None:
+    # they are not looked at again in Python: grep's patterns must keep exactly what
+    # may_hold_phrase keeps, and never less than Python's own search keeps
+    prefilter = search.prefilter_for("sunny weather", ignore_case=ignore_case)
+    assert prefilter is not None
+    lines = ["".join(pieces).encode() for pieces in texts]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.jsonl"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        words, extended = prefilter.grep_patterns()
+        run = system_grep.start([path], words, ignore_case=ignore_case, extended=extended)
+        assert run is not None
+        with run:
+            by_grep = [number for group in run.groups() for _, number, _, _ in group.records()]
+    data = b"\n".join(lines) + b"\n"
+    by_python = [number for number, _, _ in prefilter.lines(data)]
+    assert all(prefilter.may_hold_phrase(lines[number - 1]) for number in by_grep)
+    assert set(by_python) <= set(by_grep)
+    assert set(by_grep) - set(by_python) <= {
+        number for number, line in enumerate(lines, 1) if prefilter.may_match(line) is False
+    }  # grep's extra lines hold a character -i folds, without the word: decoded for nothing
+
+
 def _open_by(pid: int, path: Path) -> bool:
     """Whether process ``pid`` has ``path`` open (its descriptors, as /proc shows them)."""
     fds = Path(f"/proc/{pid}/fd")
