@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 from .. import InvalidBackendURL, InvalidSessionId, JSONLSessionError, LockTimeout
 from .output import Failure, UsageError, error, message, note
-from .parser import PROG, build_parser, command_word
+from .parser import PROG, build_parser, parse_arguments
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
@@ -40,13 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(only=command_word(argv))
     try:
-        args = parser.parse_args(argv)
+        args = parse_arguments(argv)
     except SystemExit as exc:  # -h (0) or a usage error (2): argparse has printed why
         return exc.code if isinstance(exc.code, int) else 2
     if args.command is None:
-        parser.print_help(sys.stderr)
+        build_parser().print_help(sys.stderr)
         return 2
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning

@@ -1,4 +1,4 @@
-"""The CLI's history commands: ``show --turns``, ``rewind``, ``ls --tree`` and marks, usage in ``stats``.
+"""The CLI's history commands: ``show --turns``, ``rewind``, ``ls --tree``, usage in ``stats``.
 
 Like every command module, this only formats what the library answers (``JSONLSession.turns``,
 ``rewind_sync``, ``get_turn_usage_sync``, ``tools.stats``...).
@@ -14,7 +14,7 @@ from .lookup import existing
 from .output import Failure, plural, print_items, print_json
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
-if TYPE_CHECKING:  # `ls` imports this module for its marks: turns and usage wait for their commands
+if TYPE_CHECKING:  # `ls --tree` imports this module: turns and usage wait for their commands
     from typing import Any
 
     from ..history.turn_growth import Growth as TurnsGrowth
@@ -157,21 +157,6 @@ def _outgrown(session_id: str, growth: TurnsGrowth, window: int | None) -> bool:
         file=sys.stderr,
     )
     return True
-
-
-def mark(info: SessionInfo) -> str:
-    """What ``ls`` says after a session's row: a merge to finish, a paused run, a fork's origin."""
-    from ..session.listing import held_note
-
-    notes = []
-    if info.needs_merge:  # git left conflict markers in it: not counted as items, `check` lists them
-        notes.append("needs merge")
-    if info.paused:
-        held = held_note(info.held)
-        notes.append(f"paused (needs approval; {held})" if held else "paused (needs approval)")
-    if info.forked_from is not None:
-        notes.append(f"fork of {info.forked_from}")
-    return ", ".join(notes)
 
 
 def print_tree(infos: list[SessionInfo]) -> None:

@@ -1,10 +1,12 @@
 """The ``jsonl-session`` command line's grammar, in one place: every command, its options, help and examples.
 
-:func:`build_parser` lists the commands (the commands themselves, one module per family, only
-read the parsed arguments); below it is the kit each command's parser is made of: the options
-every command shares (``--dir``, ``--lock-timeout``), the argument types, and the help layout.
-Building the parser is part of every command's start-up, so ``main`` builds just the command on
-the command line (:func:`build_parser` with ``only``).
+Each command is a function below, registered with :func:`command` (its name, summary and
+example) in the order the help lists them; it adds the command's own options to its parser.
+Then the kit each command's parser is made of: the options every command shares (``--dir``,
+``--lock-timeout``), the argument types, and the help layout. Building the parser is part of
+every command's start-up, so :func:`parse_arguments` builds as little of it as the command
+line needs: the named command's parser alone when the command comes first, else the top level
+with that command only (:func:`build_parser` with ``only``), or all of it (help, usage errors).
 
 Example:
     >>> build_parser().parse_args(["show", "convo_123", "-n", "5"]).n
@@ -16,17 +18,40 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
 
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any
+
+    AddArguments = Callable[[argparse.ArgumentParser], None]
 
 PROG = "jsonl-session"
 DIR_ENV = "JSONL_SESSION_DIR"
 WINDOW_HELP = "with --turns: flag a session whose context does not fit this many tokens (exit 1)"
+
+
+def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """``build_parser().parse_args(argv)``, the same namespace, help, errors and exit codes, built faster.
+
+    When the command comes first (``ls --json``, ``show ID``: most command lines), the top-level
+    parser would only note the command and hand every later argument to the command's parser, so
+    that parser alone parses them, into the top level's defaults: the top-level parser and its
+    three ``gettext`` look-ups are not built. An argument the command does not take is reported
+    by the top level (its usage), so that command line is parsed again the long way, as is any
+    that starts with an option (``--dir X ls``) or names no command.
+    """
+    if argv and argv[0] in _COMMANDS:
+        parsed, unknown = command_parser(argv[0]).parse_known_args(argv[1:])
+        if not unknown:
+            namespace = argparse.Namespace(**top_level_defaults())
+            namespace.command = argv[0]
+            for key, value in vars(parsed).items():  # as argparse's subcommand action copies them
+                setattr(namespace, key, value)
+            return namespace
+    return build_parser(only=command_word(argv)).parse_args(argv)
 
 
 def command_word(argv: Sequence[str]) -> str | None:
@@ -47,9 +72,10 @@ def command_word(argv: Sequence[str]) -> str | None:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argparse parser for every command (exposed so tests and docs can walk it).
 
-    With ``only``, just that command is built (what ``main`` does to start fast); a name that
-    is no command builds them all, so the error lists the choices.
+    With ``only``, the top level and just that command are built; a name that is no command
+    builds them all, so the error lists the choices.
     """
+    defaults = top_level_defaults()
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Read, follow, fix, search and move Agents SDK sessions stored as JSONL files.",
@@ -57,19 +83,75 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         f"Run `{PROG} COMMAND -h` for a command's options and an example.",
         formatter_class=Formatter,
     )
-    add_common(parser, defaults=True)
+    add_common(parser, defaults)
     parser.add_argument("--version", action=VersionAction, help="print the installed version and exit")
-    parser.set_defaults(command=None)
-    commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND"), only)
+    parser.set_defaults(command=defaults["command"])
+    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in [only] if only in _COMMANDS else _COMMANDS:
+        command_parser(name, subcommands)
+    return parser
 
-    ls = command_parser(
-        commands,
-        "ls",
-        "list sessions: item count, size, last activity, most recent first; marks paused runs and forks",
-        f"{PROG} ls --dir sessions\n{PROG} ls --tree\n{PROG} ls --tag bug --user user-42 --json\n"
-        f"{PROG} ls --limit 20",
-        json=True,
-    )
+
+def top_level_defaults() -> dict[str, Any]:
+    """What the top-level parser puts in the namespace before a command's parser runs."""
+    return {
+        "dir": os.environ.get(DIR_ENV) or "sessions",
+        "lock_timeout": DEFAULT_LOCK_TIMEOUT,
+        "command": None,
+    }
+
+
+def command_parser(name: str, subcommands: Any = None) -> argparse.ArgumentParser:
+    """Command ``name``'s parser: among ``subcommands`` (argparse's subparsers action), or alone.
+
+    Alone it is the parser the subparsers action would make (the same program name,
+    description, example and options), for :func:`parse_arguments`.
+    """
+    summary, example, json, add_arguments = _COMMANDS[name]
+    epilog = "Example:\n" + "\n".join(f"  {line}" for line in example.splitlines())
+    parser: argparse.ArgumentParser
+    if subcommands is None:
+        parser = argparse.ArgumentParser(
+            prog=f"{PROG} {name}", description=summary, epilog=epilog, formatter_class=Formatter
+        )
+    else:
+        parser = subcommands.add_parser(
+            name, help=summary, description=summary, epilog=epilog, formatter_class=Formatter
+        )
+    add_common(parser)
+    if json:
+        parser.add_argument("--json", action="store_true", help="machine-readable output: JSON Lines")
+    add_arguments(parser)
+    return parser
+
+
+_COMMANDS: dict[str, tuple[str, str, bool, AddArguments]] = {}
+"""Each command's summary, example, whether it has ``--json``, and what adds its own options."""
+
+
+def command(
+    name: str, summary: str, example: str, *, json: bool = False
+) -> Callable[[AddArguments], AddArguments]:
+    """Register the decorated function as what adds command ``name``'s own options."""
+
+    def register(add_arguments: AddArguments) -> AddArguments:
+        _COMMANDS[name] = (summary, example, json, add_arguments)
+        return add_arguments
+
+    return register
+
+
+# The commands, in the order the help lists them.
+
+
+@command(
+    "ls",
+    "list sessions: item count, size, last activity, most recent first; marks paused runs and forks",
+    f"{PROG} ls --dir sessions\n{PROG} ls --tree\n{PROG} ls --tag bug --user user-42 --json\n"
+    f"{PROG} ls --limit 20",
+    json=True,
+)
+def _ls(ls: argparse.ArgumentParser) -> None:
     ls.add_argument("--tree", action="store_true", help="show forks under the session they were forked from")
     ls.add_argument(
         "--tag",
@@ -83,15 +165,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--limit", type=count_type, metavar="N", help="only the N most recently active (reads only those)"
     )
 
-    meta = command_parser(
-        commands,
-        "meta",
-        "show or change a session's title, tags, owner and free-form keys (its .meta sidecar)",
-        f"{PROG} meta convo_123\n"
-        f"{PROG} meta convo_123 --title 'Refund A-1042' --tag billing --owner user-42\n"
-        f"{PROG} meta convo_123 --untag billing --set ticket=T-12 --unset channel --json",
-        json=True,
-    )
+
+@command(
+    "meta",
+    "show or change a session's title, tags, owner and free-form keys (its .meta sidecar)",
+    f"{PROG} meta convo_123\n"
+    f"{PROG} meta convo_123 --title 'Refund A-1042' --tag billing --owner user-42\n"
+    f"{PROG} meta convo_123 --untag billing --set ticket=T-12 --unset channel --json",
+    json=True,
+)
+def _meta(meta: argparse.ArgumentParser) -> None:
     meta.add_argument("id", help="session id")
     title = meta.add_mutually_exclusive_group()
     title.add_argument("--title", metavar="TEXT", help="set the title (one line, at most 200 characters)")
@@ -113,14 +196,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     meta.add_argument("--unset", action="append", default=[], metavar="KEY", help="remove a free-form key")
 
-    show = command_parser(
-        commands,
-        "show",
-        "print a session as a readable transcript",
-        f"{PROG} show convo_123 -n 20\n{PROG} show convo_123 --json | jq .role\n"
-        f"{PROG} show convo_123 --html -o convo_123.html\n{PROG} show convo_123 --markdown > transcript.md",
-        json=True,
-    )
+
+@command(
+    "show",
+    "print a session as a readable transcript",
+    f"{PROG} show convo_123 -n 20\n{PROG} show convo_123 --json | jq .role\n"
+    f"{PROG} show convo_123 --html -o convo_123.html\n{PROG} show convo_123 --markdown > transcript.md",
+    json=True,
+)
+def _show(show: argparse.ArgumentParser) -> None:
     show.add_argument("id", help="session id")
     show.add_argument(
         "-n", type=count_type, metavar="N", help="only the newest N items (with --turns: turns)"
@@ -142,13 +226,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     show.add_argument("-o", "--output", metavar="FILE", help="write the --html/--markdown document to FILE")
 
-    tail = command_parser(
-        commands,
-        "tail",
-        "print the newest items; with -f, follow the session live",
-        f"{PROG} tail convo_123 -n 5 -f",
-        json=True,
-    )
+
+@command(
+    "tail",
+    "print the newest items; with -f, follow the session live",
+    f"{PROG} tail convo_123 -n 5 -f",
+    json=True,
+)
+def _tail(tail: argparse.ArgumentParser) -> None:
     tail.add_argument("id", help="session id")
     tail.add_argument(
         "-n", type=count_type, default=10, metavar="N", help="how many newest items (default 10)"
@@ -161,12 +246,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="with -f: stop following after this long (exit 1 if the session never appeared)",
     )
 
-    add = command_parser(
-        commands,
-        "add",
-        "append a message, or JSONL items from stdin (all or nothing)",
-        f"{PROG} add convo_123 'What about tomorrow?'\n{PROG} add convo_123 - < items.jsonl",
-    )
+
+@command(
+    "add",
+    "append a message, or JSONL items from stdin (all or nothing)",
+    f"{PROG} add convo_123 'What about tomorrow?'\n{PROG} add convo_123 - < items.jsonl",
+)
+def _add(add: argparse.ArgumentParser) -> None:
     add.add_argument("id", help="session id (created if missing)")
     add.add_argument(
         "text",
@@ -175,35 +261,38 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     add.add_argument("--role", default="user", help="role of the message (default: user)")
 
-    pop = command_parser(
-        commands, "pop", "remove the newest item and print it as JSON", f"{PROG} pop convo_123"
-    )
+
+@command("pop", "remove the newest item and print it as JSON", f"{PROG} pop convo_123")
+def _pop(pop: argparse.ArgumentParser) -> None:
     pop.add_argument("id", help="session id")
 
-    clear = command_parser(
-        commands,
-        "clear",
-        "remove every item (the empty file stays)",
-        f"{PROG} clear convo_123 --yes",
-    )
+
+@command(
+    "clear",
+    "remove every item (the empty file stays)",
+    f"{PROG} clear convo_123 --yes",
+)
+def _clear(clear: argparse.ArgumentParser) -> None:
     clear.add_argument("id", help="session id")
     clear.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
-    rm = command_parser(
-        commands,
-        "rm",
-        "delete a session and its metadata (its .torn sidecar is kept)",
-        f"{PROG} rm convo_123 --yes",
-    )
+
+@command(
+    "rm",
+    "delete a session and its metadata (its .torn sidecar is kept)",
+    f"{PROG} rm convo_123 --yes",
+)
+def _rm(rm: argparse.ArgumentParser) -> None:
     rm.add_argument("id", help="session id")
     rm.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
-    fork = command_parser(
-        commands,
-        "fork",
-        "copy a session (or its first N items or turns) to a new id, recording its lineage",
-        f"{PROG} fork convo_123 convo_123-retry --at 4\n{PROG} fork convo_123 convo_123-b --at-turn 2",
-    )
+
+@command(
+    "fork",
+    "copy a session (or its first N items or turns) to a new id, recording its lineage",
+    f"{PROG} fork convo_123 convo_123-retry --at 4\n{PROG} fork convo_123 convo_123-b --at-turn 2",
+)
+def _fork(fork: argparse.ArgumentParser) -> None:
     fork.add_argument("source", metavar="SRC", help="session to copy")
     fork.add_argument("target", metavar="DST", help="new session id (must not have items)")
     at = fork.add_mutually_exclusive_group()
@@ -215,24 +304,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="copy only the first K whole turns (to redo turn K, give K-1)",
     )
 
-    rewind = command_parser(
-        commands,
-        "rewind",
-        "remove whole turns from the end (one locked truncation) and print what was removed",
-        f"{PROG} rewind convo_123\n{PROG} rewind convo_123 --turns 2",
-        json=True,
-    )
+
+@command(
+    "rewind",
+    "remove whole turns from the end (one locked truncation) and print what was removed",
+    f"{PROG} rewind convo_123\n{PROG} rewind convo_123 --turns 2",
+    json=True,
+)
+def _rewind(rewind: argparse.ArgumentParser) -> None:
     rewind.add_argument("id", help="session id")
     rewind.add_argument("--turns", type=count_type, default=1, metavar="N", help="how many turns (default 1)")
 
-    check = command_parser(
-        commands,
-        "check",
-        "verify session files: bad lines, torn tails, what the model API refuses when resent (exit 1 if any)",
-        f"{PROG} check\n{PROG} check convo_123 --fix\n"
-        f"{PROG} check --secrets sessions/*.jsonl   # as a pre-commit hook",
-        json=True,
-    )
+
+@command(
+    "check",
+    "verify session files: bad lines, torn tails, what the model API refuses when resent (exit 1 if any)",
+    f"{PROG} check\n{PROG} check convo_123 --fix\n"
+    f"{PROG} check --secrets sessions/*.jsonl   # as a pre-commit hook",
+    json=True,
+)
+def _check(check: argparse.ArgumentParser) -> None:
     check.add_argument(
         "targets", nargs="*", metavar="ID_OR_FILE", help="session ids or .jsonl files (default: all)"
     )
@@ -256,21 +347,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "a warning, not a problem: the exit code is unchanged",
     )
 
-    edit = command_parser(
-        commands,
-        "edit",
-        "edit a session in $EDITOR; writers go on meanwhile and what they append is kept",
-        f"EDITOR=nano {PROG} edit convo_123",
-    )
+
+@command(
+    "edit",
+    "edit a session in $EDITOR; writers go on meanwhile and what they append is kept",
+    f"EDITOR=nano {PROG} edit convo_123",
+)
+def _edit(edit: argparse.ArgumentParser) -> None:
     edit.add_argument("id", help="session id")
 
-    grep = command_parser(
-        commands,
-        "grep",
-        "search message text across sessions: id:line: role: snippet (exit 1 if nothing found)",
-        f"{PROG} grep -i 'golden gate'\n{PROG} grep refund support-42 --role assistant",
-        json=True,
-    )
+
+@command(
+    "grep",
+    "search message text across sessions: id:line: role: snippet (exit 1 if nothing found)",
+    f"{PROG} grep -i 'golden gate'\n{PROG} grep refund support-42 --role assistant",
+    json=True,
+)
+def _grep(grep: argparse.ArgumentParser) -> None:
     grep.add_argument("pattern", metavar="PATTERN", help="Python regular expression")
     grep.add_argument("ids", nargs="*", metavar="ID", help="sessions to search (default: all)")
     grep.add_argument(
@@ -278,13 +371,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     grep.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
 
-    stats = command_parser(
-        commands,
-        "stats",
-        "count items by role and type, characters and tool calls (one session or all)",
-        f"{PROG} stats convo_123\n{PROG} stats convo_123 --turns --context-window 128000",
-        json=True,
-    )
+
+@command(
+    "stats",
+    "count items by role and type, characters and tool calls (one session or all)",
+    f"{PROG} stats convo_123\n{PROG} stats convo_123 --turns --context-window 128000",
+    json=True,
+)
+def _stats(stats: argparse.ArgumentParser) -> None:
     stats.add_argument("id", nargs="?", help="session id (default: all sessions)")
     stats.add_argument(
         "--turns",
@@ -293,98 +387,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     stats.add_argument("--context-window", type=count_type, metavar="TOKENS", help=WINDOW_HELP)
 
-    _add_transfer_commands(commands)
 
-    textconv = command_parser(
-        commands,
-        "textconv",
-        "print a session file as stable transcript text, for git diff (a textconv driver)",
-        f"{PROG} textconv sessions/convo_123.jsonl\n{PROG} git-setup   # sets git up to use it",
-    )
-    textconv.add_argument("file", metavar="FILE", help="a session file (any path: git passes a temp copy)")
-
-    command_parser(
-        commands,
-        "git-setup",
-        "make git keep session files whole on merge and diff them as transcripts: writes --dir's "
-        ".gitattributes (every sidecar kind too) and the repository's textconv driver; safe to rerun",
-        f"{PROG} git-setup --dir sessions",
-    )
-
-    serve = command_parser(
-        commands,
-        "serve",
-        "a local, read-only web viewer of the folder's sessions, live (Ctrl-C stops it)",
-        f"{PROG} serve --dir sessions --port 8765",
-    )
-    serve.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
-    )
-    serve.add_argument("--port", default="8765", help="port (default 8765; 0 picks a free one)")
-    serve.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --host that other machines can reach (every session becomes readable to them)",
-    )
-    serve.add_argument(
-        "--header-timeout",
-        type=seconds_type,
-        default=10.0,
-        metavar="SECONDS",
-        help="how long a connection has to send its request line and headers (default 10)",
-    )
-
-    redact = command_parser(
-        commands,
-        "redact",
-        "replace API keys and tokens in a session, in place",
-        f"{PROG} redact support-42",
-    )
-    redact.add_argument(
-        "id", metavar="ID_OR_FILE", help="session id, or its .jsonl file (as check prints it)"
-    )
-    prune = command_parser(
-        commands,
-        "prune",
-        "archive sessions not written for a while (with their sidecars) and remove them; "
-        "prints what it would do unless --yes",
-        f"{PROG} prune --older-than 30d\n{PROG} prune --older-than 12h --yes",
-        json=True,
-    )
-    prune.add_argument(
-        "--older-than",
-        required=True,
-        metavar="DURATION",
-        help="not written for this long: 90m, 12h, 30d, 2w (units s, m, h, d, w; combined as 1d12h)",
-    )
-    prune.add_argument(
-        "-y", "--yes", action="store_true", help="archive and remove them (default: only show what would go)"
-    )
-
-    restore = command_parser(
-        commands,
-        "restore",
-        "bring an archived session back, byte-identical with its sidecars (never overwrites)",
-        f"{PROG} restore --list\n{PROG} restore convo_123",
-        json=True,
-    )
-    restore.add_argument("id", nargs="?", help="session id (the newest archive of it is restored)")
-    restore.add_argument("--list", action="store_true", help="list the archived sessions instead")
-    if only is not None and only not in commands.action.choices:
-        return build_parser()
-    return parser
-
-
-def _add_transfer_commands(commands: Commands) -> None:
-    """Add ``export``, ``import`` and ``mirror`` to the subcommands being built."""
-    export = command_parser(
-        commands,
-        "export",
-        "copy a session to another Agents SDK backend",
-        f"{PROG} export convo_123 --to sqlite:///chats.db\n"
-        f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123\n"
-        f"{PROG} export --all --to postgresql://me@db.internal/chats",
-    )
+@command(
+    "export",
+    "copy a session to another Agents SDK backend",
+    f"{PROG} export convo_123 --to sqlite:///chats.db\n"
+    f"{PROG} export convo_123 --to redis://localhost:6379/0 --as shared-123\n"
+    f"{PROG} export --all --to postgresql://me@db.internal/chats",
+)
+def _export(export: argparse.ArgumentParser) -> None:
     export.add_argument("id", nargs="?", help="session id (or --all)")
     export.add_argument(
         "--all",
@@ -406,13 +417,14 @@ def _add_transfer_commands(commands: Commands) -> None:
         help="overwrite a session there that differs (by default it is reported and left alone)",
     )
 
-    imp = command_parser(
-        commands,
-        "import",
-        "copy a session from another Agents SDK backend into a file",
-        f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy\n"
-        f"{PROG} import redis://localhost:6379/0 --all",
-    )
+
+@command(
+    "import",
+    "copy a session from another Agents SDK backend into a file",
+    f"{PROG} import sqlite:///chats.db --id convo_123 --as convo_123-copy\n"
+    f"{PROG} import redis://localhost:6379/0 --all",
+)
+def _import(imp: argparse.ArgumentParser) -> None:
     imp.add_argument(
         "url",
         metavar="URL",
@@ -433,14 +445,15 @@ def _add_transfer_commands(commands: Commands) -> None:
         help="overwrite a session here that differs (by default it is reported and left alone)",
     )
 
-    mirror = command_parser(
-        commands,
-        "mirror",
-        "keep a PostgreSQL or Redis database equal to the folder: catch up, then follow it live",
-        f"{PROG} mirror --to postgresql://me@db.internal/chats\n{PROG} mirror --to redis://localhost:6379/0 "
-        f"--delete\n{PROG} mirror --to postgresql://me@db.internal/chats --verify --json",
-        json=True,
-    )
+
+@command(
+    "mirror",
+    "keep a PostgreSQL or Redis database equal to the folder: catch up, then follow it live",
+    f"{PROG} mirror --to postgresql://me@db.internal/chats\n{PROG} mirror --to redis://localhost:6379/0 "
+    f"--delete\n{PROG} mirror --to postgresql://me@db.internal/chats --verify --json",
+    json=True,
+)
+def _mirror(mirror: argparse.ArgumentParser) -> None:
     mirror.add_argument(
         "--to",
         required=True,
@@ -463,44 +476,91 @@ def _add_transfer_commands(commands: Commands) -> None:
     once.add_argument("--verify", action="store_true", help="compare only; exit 1 on any difference")
 
 
-# The kit: what each command's parser is made of.
+@command(
+    "textconv",
+    "print a session file as stable transcript text, for git diff (a textconv driver)",
+    f"{PROG} textconv sessions/convo_123.jsonl\n{PROG} git-setup   # sets git up to use it",
+)
+def _textconv(textconv: argparse.ArgumentParser) -> None:
+    textconv.add_argument("file", metavar="FILE", help="a session file (any path: git passes a temp copy)")
 
 
-class NotBuilt:
-    """Stands in for the parser of a command that is not on the command line.
-
-    Building a command's arguments costs start-up (each ``add_argument`` makes a help
-    formatter), and ``ls`` must stay within 3x a bare Python (``benchmarks/startup.py``), so
-    ``build_parser(only=...)`` builds the one command that runs and skips the others' calls.
-    """
-
-    def __getattr__(self, name: str) -> Callable[..., NotBuilt]:
-        """``add_argument``, ``add_mutually_exclusive_group``, ``set_defaults``...: do nothing."""
-        return lambda *args, **kwargs: self
+@command(
+    "git-setup",
+    "make git keep session files whole on merge and diff them as transcripts: writes --dir's "
+    ".gitattributes (every sidecar kind too) and the repository's textconv driver; safe to rerun",
+    f"{PROG} git-setup --dir sessions",
+)
+def _git_setup(parser: argparse.ArgumentParser) -> None:
+    """No options but the shared ones."""
 
 
-class Commands:
-    """The subcommands being built, and which one to build (None: all)."""
-
-    def __init__(self, action: Any, only: str | None) -> None:
-        self.action = action
-        self.only = only
-
-
-def command_parser(commands: Commands, name: str, summary: str, example: str, *, json: bool = False) -> Any:
-    if commands.only not in (None, name):
-        return NotBuilt()
-    parser: argparse.ArgumentParser = commands.action.add_parser(
-        name,
-        help=summary,
-        description=summary,
-        epilog="Example:\n" + "\n".join(f"  {line}" for line in example.splitlines()),
-        formatter_class=Formatter,
+@command(
+    "serve",
+    "a local, read-only web viewer of the folder's sessions, live (Ctrl-C stops it)",
+    f"{PROG} serve --dir sessions --port 8765",
+)
+def _serve(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
-    add_common(parser)
-    if json:
-        parser.add_argument("--json", action="store_true", help="machine-readable output: JSON Lines")
-    return parser
+    serve.add_argument("--port", default="8765", help="port (default 8765; 0 picks a free one)")
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host that other machines can reach (every session becomes readable to them)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=seconds_type,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a connection has to send its request line and headers (default 10)",
+    )
+
+
+@command(
+    "redact",
+    "replace API keys and tokens in a session, in place",
+    f"{PROG} redact support-42",
+)
+def _redact(redact: argparse.ArgumentParser) -> None:
+    redact.add_argument(
+        "id", metavar="ID_OR_FILE", help="session id, or its .jsonl file (as check prints it)"
+    )
+
+
+@command(
+    "prune",
+    "archive sessions not written for a while (with their sidecars) and remove them; "
+    "prints what it would do unless --yes",
+    f"{PROG} prune --older-than 30d\n{PROG} prune --older-than 12h --yes",
+    json=True,
+)
+def _prune(prune: argparse.ArgumentParser) -> None:
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        help="not written for this long: 90m, 12h, 30d, 2w (units s, m, h, d, w; combined as 1d12h)",
+    )
+    prune.add_argument(
+        "-y", "--yes", action="store_true", help="archive and remove them (default: only show what would go)"
+    )
+
+
+@command(
+    "restore",
+    "bring an archived session back, byte-identical with its sidecars (never overwrites)",
+    f"{PROG} restore --list\n{PROG} restore convo_123",
+    json=True,
+)
+def _restore(restore: argparse.ArgumentParser) -> None:
+    restore.add_argument("id", nargs="?", help="session id (the newest archive of it is restored)")
+    restore.add_argument("--list", action="store_true", help="list the archived sessions instead")
+
+
+# The kit: what each command's parser is made of.
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
@@ -547,22 +607,23 @@ class VersionAction(argparse.Action):
         parser.exit(0)
 
 
-def add_common(parser: argparse.ArgumentParser, *, defaults: bool = False) -> None:
+def add_common(parser: argparse.ArgumentParser, defaults: dict[str, Any] | None = None) -> None:
     """``--dir`` and ``--lock-timeout``, accepted before the command and after it.
 
-    Only the top-level parser has defaults: a command's own copy is SUPPRESSed unless given,
-    so ``jsonl-session --dir x ls`` keeps x, and ``ls --dir y`` (after the command) wins.
-    Added to each parser rather than shared as a parent parser: each parser built costs start-up.
+    Only the top-level parser has defaults (:func:`top_level_defaults`): a command's own copy
+    is SUPPRESSed unless given, so ``jsonl-session --dir x ls`` keeps x, and ``ls --dir y``
+    (after the command) wins. Added to each parser rather than shared as a parent parser: each
+    parser built costs start-up.
     """
     parser.add_argument(
         "--dir",
-        default=(os.environ.get(DIR_ENV) or "sessions") if defaults else argparse.SUPPRESS,
+        default=defaults["dir"] if defaults else argparse.SUPPRESS,
         help=f"folder of session files (default: ${DIR_ENV} or ./sessions)",
     )
     parser.add_argument(
         "--lock-timeout",
         type=seconds_type,
-        default=DEFAULT_LOCK_TIMEOUT if defaults else argparse.SUPPRESS,
+        default=defaults["lock_timeout"] if defaults else argparse.SUPPRESS,
         metavar="SECONDS",
         help=f"wait at most this long for another process's lock (default: {DEFAULT_LOCK_TIMEOUT:g})",
     )

@@ -43,8 +43,6 @@ TITLE_WIDTH = 40
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    from .history import mark, print_tree
-
     skipped: list[Exception] = []
     infos = directory(args).list(
         on_error=lambda _path, exc: skipped.append(exc), tags=args.tag, owner=args.user, limit=args.limit
@@ -55,6 +53,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
     filtered = bool(args.tag) or args.user is not None
     out = sys.stdout
     if args.tree and not args.json and infos:
+        from .history import print_tree
+
         print_tree(infos)
         return status
     # Most recently active first, as listed: the newest item's time (the .times sidecar), else the file's.
@@ -102,6 +102,19 @@ def cmd_ls(args: argparse.Namespace) -> int:
         row = f"{session_id:<{width}}  {info.items:>6}  {size:>7}  {modified}{described}  {marked}"
         out.write(row.rstrip() + "\n")
     return status
+
+
+def mark(info: SessionInfo) -> str:
+    """What ``ls`` says after a session's row: a merge to finish, a paused run, a fork's origin."""
+    notes = []
+    if info.needs_merge:  # git left conflict markers in it: not counted as items, `check` lists them
+        notes.append("needs merge")
+    if info.paused:
+        held = held_note(info.held)
+        notes.append(f"paused (needs approval; {held})" if held else "paused (needs approval)")
+    if info.forked_from is not None:
+        notes.append(f"fork of {info.forked_from}")
+    return ", ".join(notes)
 
 
 def _about_columns(infos: list[SessionInfo]) -> tuple[str, list[str]]:

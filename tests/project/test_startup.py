@@ -14,6 +14,7 @@ import os
 import site
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from cli_helpers import cli_env
 
 import jsonl_session
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.cli.parser import build_parser
+from jsonl_session.cli.parser import DIR_ENV, build_parser, command_parser, parse_arguments
 from jsonl_session.session import listing_cache
 
 NOT_FOR_LS = {
@@ -49,6 +50,8 @@ NOT_FOR_LS = {
     "jsonl_session.history.metadata",
     "jsonl_session.history.page_data",
     "jsonl_session.cli.meta",
+    # the turn and lineage printers: only `ls --tree` prints one (a row's note is in cli.sessions)
+    "jsonl_session.cli.history",
     "hashlib",
     # typing and shutil (argparse's help width) were ~7 ms of a 60 ms `ls` in a regular install
     "typing",
@@ -170,11 +173,90 @@ def test_a_command_built_alone_parses_and_helps_as_when_all_are_built() -> None:
     for name, full in everything.items():
         alone = subcommands(build_parser(only=name))
         assert list(alone) == [name]
-        assert alone[name].format_help() == full.format_help()
-        assert alone[name].format_usage() == full.format_usage()
+        for parser in (alone[name], command_parser(name)):  # within the top level, and without it
+            assert parser.prog == full.prog
+            assert parser.format_help() == full.format_help()
+            assert parser.format_usage() == full.format_usage()
     not_a_command = build_parser(only="no-such-command")  # the usage error lists every command
     assert list(subcommands(not_a_command)) == list(everything)
     assert not_a_command.format_help() == build_parser().format_help()
+
+
+COMMAND_LINES = [
+    *([name] for name in subcommands(build_parser())),
+    *([name, "-h"] for name in subcommands(build_parser())),
+    ["ls", "--json", "--tag", "a", "--tag", "b", "--limit", "3", "--dir", "x", "--lock-timeout", "2"],
+    ["ls", "--tree", "--user", "u", "--dir=y"],
+    ["ls", "--js", "--d", "z"],  # abbreviations of the command's own options
+    ["show", "convo", "-n", "5", "--turns", "--context-window", "100"],
+    ["show", "convo", "--html", "-o", "page.html"],
+    ["tail", "convo", "-f", "--timeout", "1.5"],
+    ["add", "convo", "some text", "--role", "assistant"],
+    ["add", "convo", "-"],
+    ["meta", "convo", "--set", "k=v=w", "--unset", "x", "--no-owner", "--tag", "t"],
+    ["grep", "pattern", "a", "b", "-i", "--role", "user"],
+    ["grep", "--", "-pattern"],
+    ["check", "--fix", "a.jsonl", "--max-item-bytes", "10"],
+    ["mirror", "--to", "sqlite:///a.db", "--to", "sqlite:///b.db", "--once"],
+    ["import", "sqlite:///a.db", "sqlite:///b.db", "--all"],
+    ["export", "--all", "--to", "sqlite:///a.db"],
+    ["serve", "--port", "0", "--header-timeout", "2"],
+    ["prune", "--older-than", "1d", "-y"],
+    ["restore", "--list"],
+    ["fork", "a", "b", "--at-turn", "2"],
+    ["rewind", "convo", "--turns", "2"],
+    ["stats", "convo", "--turns"],
+    # usage errors: the command's own (its usage), and the top level's (arguments nobody takes)
+    ["ls", "--bogus"],
+    ["ls", "extra"],
+    ["ls", "--version"],
+    ["ls", "--", "x"],
+    ["ls", "--limit", "many"],
+    ["ls", "--lock-timeout", "-1"],
+    ["show", "convo", "--html", "--markdown"],
+    ["fork", "a", "b", "--at", "1", "--at-turn", "2"],
+    ["mirror", "--to"],
+    ["meta", "convo", "--set", "novalue"],
+    # not a command first: the top level parses it (and so the same way)
+    [],
+    ["--dir", "x", "ls", "--json"],
+    ["--lock-timeout=3", "show", "convo"],
+    ["-h"],
+    ["--version"],
+    ["no-such-command"],
+    ["--di", "x", "ls"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMAND_LINES, ids=" ".join)
+@pytest.mark.parametrize("folder_env", [None, "from-env"])
+def test_parsing_the_command_alone_is_parsing_the_whole_command_line(
+    argv: list[str],
+    folder_env: str | None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # main() parses a command line that starts with its command with that command's parser alone;
+    # the namespace (attribute order included), the help, the errors and exit codes are the ones
+    # the whole grammar gives
+    if folder_env is None:
+        monkeypatch.delenv(DIR_ENV, raising=False)
+    else:
+        monkeypatch.setenv(DIR_ENV, folder_env)
+    monkeypatch.setenv("COLUMNS", "100")
+
+    def outcome(parse: Callable[[list[str]], argparse.Namespace]) -> tuple[object, ...]:
+        try:
+            parsed: object = list(vars(parse(list(argv))).items())
+            code: object = None
+        except SystemExit as exc:
+            parsed, code = None, exc.code
+        out, err = capsys.readouterr()
+        return parsed, code, out, err
+
+    whole = outcome(lambda argv: build_parser().parse_args(argv))
+    assert outcome(parse_arguments) == whole
+    assert whole[0] is not None or whole[1] in (0, 2)
 
 
 @pytest.mark.parametrize("columns", ["50", "120"])
