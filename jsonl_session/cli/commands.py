@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
 
 from .. import InvalidBackendURL, InvalidSessionId, JSONLSessionError, LockTimeout
 from .output import Failure, UsageError, error, message, note
@@ -29,6 +28,7 @@ from .parser import PROG, build_parser, parse_arguments
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable, Sequence  # annotations only (session.folder loads it for ls)
     from typing import Any
 
 

@@ -4,7 +4,9 @@ Most of a short command's time is imports. asyncio, filelock (and the logging, s
 ssl it pulls in), the file watcher, subprocess and tempfile are imported by the commands and
 functions that need them, not on the way to ``ls``; orjson waits for the first decode.
 Speed itself is measured by ``benchmarks/startup.py``; this test pins *what* is imported,
-which does not depend on load.
+which does not depend on load. A command line that starts with its command is parsed by that
+command's parser alone (the top-level parser is not built): the last tests check it gives the
+namespace, help, errors and exit codes the whole grammar gives.
 """
 
 from __future__ import annotations
