@@ -86,17 +86,21 @@ class AsyncLocked:
             await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
         handle = self._handle
         # Creating is file work (the folder looked at, the create, the unlink of each sidecar a
-        # deleted namesake left; a durable one fsyncs the folder), which the loop never waits
+        # deleted namesake left; a durable one fsyncs the folder), which the loop does not wait
         # for: the lock is taken without creating, and a missing file is created in a worker
-        # thread. A durable write, whose fsync goes to a worker anyway, opens there too.
-        in_thread = self._create
+        # thread; a durable write, whose fsync goes to a worker anyway, opens there too. Not a
+        # block that yields first (a write without fsync): it changes nothing after its one
+        # yield, so that its CancelledError means nothing was written, not even an empty file
+        # (docs/guarantees.md), and creates on the loop, once per file.
+        in_thread = self._create and not self._yield_first
+        create_now = self._create and self._yield_first
         if in_thread and handle.durable and handle.fd is None:
             await _open_ahead(handle, self._write)
         token = self._token
         try:
-            fd = handle.try_lock(self, token, self._write, False, threading.get_ident())
+            fd = handle.try_lock(self, token, self._write, create_now, threading.get_ident())
             if fd == BUSY:  # held by another process (or task): wait without blocking the loop
-                fd = await handle.lock_polling(self, token, self._write, False, self._timeout)
+                fd = await handle.lock_polling(self, token, self._write, create_now, self._timeout)
             if fd == MISSING and in_thread:  # new, or deleted while the handle held it open
                 await _open_ahead(handle, self._write)
                 fd = handle.try_lock(self, token, self._write, True, threading.get_ident())

@@ -158,28 +158,34 @@ def creating_threads(folder: Path, calls: str, *, durable: bool) -> tuple[int, l
     return int(ran.stdout.split()[0]), threads
 
 
-@pytest.mark.parametrize("durable", [True, False], ids=["durable", "durable=False"])
-@pytest.mark.parametrize(
-    "call",
-    [
-        CALLS["add_items"],
-        # an import (import --all) of a session the folder lacks: its own session, created new
-        (
-            "from jsonl_session.transfer.all_sessions import import_items; "
-            "asyncio.run(import_items(session, [item, item], existed=False, private=True))"
-        ),
-    ],
-    ids=["add_items", "import_items"],
+IMPORT = (  # an import (import --all) of a session the folder lacks: its own session, created new
+    "from jsonl_session.transfer.all_sessions import import_items; "
+    "asyncio.run(import_items(session, [item, item], existed=False, private=True))"
 )
-def test_an_async_create_is_made_off_the_loops_thread_durable_or_not(
-    tmp_path: Path, call: str, durable: bool
+
+
+@pytest.mark.parametrize(
+    ("call", "durable", "on_the_loop"),
+    [
+        (CALLS["add_items"], True, False),
+        (IMPORT, True, False),
+        (IMPORT, False, False),
+        # changes nothing after its one yield, so that CancelledError means nothing was written
+        (CALLS["add_items"], False, True),
+    ],
+    ids=["add_items", "import_items", "import_items-durable=False", "add_items-durable=False"],
+)
+def test_an_async_create_is_made_off_the_loops_thread_unless_it_must_not_wait(
+    tmp_path: Path, call: str, durable: bool, on_the_loop: bool
 ) -> None:
     """Creating a session file is file work (a stat of the folder, the create, an unlink for
-    each sidecar a deleted namesake may have left): a worker's, not the loop's, whatever the
-    durability. An import of a new session once made its file on the loop's thread, a fifth
-    of the loop's time in ``import --all``."""
+    each sidecar a deleted namesake may have left): a worker's, not the loop's. An import of a
+    new session once made its file on the loop's thread, a fifth of the loop's time in
+    ``import --all``. A write without fsync creates on the loop, once per file: a wait for a
+    worker after its one yield would let a cancelled call leave an empty file behind
+    (``tests/session/test_async_cancel.py``)."""
     folder = tmp_path / "sessions"
     folder.mkdir()
     main, threads = creating_threads(folder, call, durable=durable)
-    assert len(threads) == 1 and threads[0] != main
+    assert len(threads) == 1 and (threads[0] == main) == on_the_loop
     assert JSONLSession("made_elsewhere", folder).get_items_sync() != []

@@ -139,6 +139,40 @@ def test_a_cancelled_write_that_raises_cancelled_error_changed_nothing(
     assert outcomes == {True, False}  # both were tried: cancelled in time, and too late to stop
 
 
+def test_a_cancelled_first_add_without_fsync_leaves_no_file_and_no_namesakes_sidecar_gone(
+    sessions_dir: Path,
+) -> None:
+    """Creating the file is a change too: a durable=False add to a new session creates it after
+    its one yield, on the loop, so a cancel either stops it before anything exists or comes
+    too late to stop the add. (Created in a worker thread, a cancelled add left an empty
+    session behind, listed by ``ls`` and copied by ``export --all``, and had removed the
+    sidecars a deleted namesake left.)"""
+    outcomes = set()
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+
+    async def main() -> None:
+        for turns in range(4):
+            session = JSONLSession(f"new{turns}", sessions_dir, durable=False)
+            leftover = Path(f"{session.path}.run")
+            leftover.write_text("{}\n")  # a deleted namesake's paused run: a create removes it
+            task = asyncio.create_task(session.add_items([{"n": 1}]))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            task.cancel()
+            completed = await finish(task)
+            workers.wait_for_all()
+            outcomes.add(completed)
+            if not completed:
+                assert not session.path.exists(), turns
+                assert leftover.exists(), turns
+            else:
+                assert session.get_items_sync() == [{"n": 1}]
+            session.close()
+
+    asyncio.run(main())
+    assert outcomes == {True, False}
+
+
 class Ticker:
     """Counts the turns another task gets: a call that never yields leaves the count unchanged."""
 
