@@ -364,20 +364,40 @@ class FileHandle:
             return bool(self._holder) and self._holder_thread == thread and isinstance(owner, Locked)
 
     def open_ahead(self, write: bool) -> None:
-        """Open (and create) the file now, in a worker thread: creating fsyncs the folder."""
+        """Open (and create) the file now, in a worker thread: creating is file work, and a
+        durable create fsyncs the folder.
+
+        Opened without holding the state lock, which the loop's own lock attempts take: a
+        slow create must not stall them. A descriptor someone installed meanwhile wins.
+        """
         with self._state:
-            if not self._holder and (self.fd is None or (write and not self._writable)):
-                self._open(write=write, create=True)
+            if self._holder or not (self.fd is None or (write and not self._writable)):
+                return
+        fd, writable, created = open_file(self.path, write=write, create=True, durable=self.durable)
+        try:
+            held = os.fstat(fd)
+            with self._state:
+                if self._holder or not (self.fd is None or (write and not self._writable)):
+                    os.close(fd)
+                    return
+                self._drop()
+                self._install(fd, writable, created, held)
+        except BaseException:
+            if self.fd != fd:
+                os.close(fd)
+            raise
 
     def _open(self, *, write: bool, create: bool) -> int:
         """(Re)open the file, writable if ``write``: the cached descriptor is missing or read-only."""
         self._drop()
         fd, writable, created = open_file(self.path, write=write, create=create, durable=self.durable)
         if fd != MISSING:
-            held = os.fstat(fd)
-            self.fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
-            self.folder_unsynced = not (created and self.durable)  # a durable create fsynced it
+            self._install(fd, writable, created, os.fstat(fd))
         return fd
+
+    def _install(self, fd: int, writable: bool, created: bool, held: os.stat_result) -> None:
+        self.fd, self._writable, self._identity = fd, writable, (held.st_dev, held.st_ino)
+        self.folder_unsynced = not (created and self.durable)  # a durable create fsynced it
 
     def _drop(self) -> None:
         if self.fd is not None:

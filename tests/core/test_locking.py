@@ -286,3 +286,38 @@ def test_close_inside_a_locked_block_closes_the_descriptor_when_the_block_ends(s
     assert handle.fd is None
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def test_a_create_in_a_worker_leaves_the_handle_free_for_the_loops_lock_attempts(
+    sessions_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A durable first add creates its file (and fsyncs the folder) in a worker thread. The
+    create must not hold the handle's state lock, which every lock attempt on the loop takes:
+    a slow folder fsync then stalled the whole event loop for its length (found in review).
+    The worker's real create is held at its start by an event, while the loop tries the lock."""
+    import threading
+
+    from jsonl_session.core import locking, safe_open
+
+    inside, go_on = threading.Event(), threading.Event()
+    real_open_file = safe_open.open_file
+
+    def held_open_file(*args: object, **kwargs: object) -> object:
+        if threading.current_thread() is not threading.main_thread():
+            inside.set()
+            assert go_on.wait(10)
+        return real_open_file(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(locking, "open_file", held_open_file)
+    session = JSONLSession("slow", sessions_dir)  # durable: its create runs in a worker
+
+    async def main() -> None:
+        add = asyncio.create_task(session.add_items([{"n": 1}]))
+        assert await asyncio.to_thread(inside.wait, 30)
+        # on the loop, while the worker is inside the create: answers at once, not after it
+        assert await session.get_items() == []
+        go_on.set()
+        await add
+
+    asyncio.run(main())
+    assert session.get_items_sync() == [{"n": 1}]
