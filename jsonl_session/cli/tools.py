@@ -242,7 +242,7 @@ def _print_hits(hits: Iterator[Hit], style: Style) -> int:
     heads: dict[str, str] = {}
     pending: list[str] = []
     out = sys.stdout
-    per_write = 1 if out.line_buffering else _LINES_PER_WRITE
+    per_write = 1 if getattr(out, "line_buffering", False) else _LINES_PER_WRITE  # any stream will do
     matches = 0
     try:
         for hit in hits:

@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from cli_helpers import write_lines
+from cli_helpers import run_on_terminal, write_lines
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +105,15 @@ def test_ids_and_headings_are_made_printable_once_each_and_stay_right(sessions_d
         "b:1: assistant: needle 4",
     ]
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", out.getvalue())
+
+
+def test_on_a_terminal_the_role_and_the_match_are_coloured_line_by_line(sessions_dir: Path) -> None:
+    write_lines(
+        sessions_dir / "a.jsonl",
+        [json.dumps({"role": "user", "content": f"the needle {n}"}) for n in range(3)],
+    )
+    shown = run_on_terminal(
+        [sys.executable, "-m", "jsonl_session", "grep", "needle", "--dir", str(sessions_dir)]
+    )
+    role, match = "\x1b[1;32muser\x1b[0m", "\x1b[1;31mneedle\x1b[0m"
+    assert shown.splitlines() == [f"a:{n + 1}: {role}: the {match} {n}" for n in range(3)]
