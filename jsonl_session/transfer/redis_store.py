@@ -109,12 +109,7 @@ async def _look(client: Any, keys: tuple[str, str, str]) -> tuple[list[Any], boo
         if found not in ("none", wanted):
             # EXEC would run the commands before the one refused: refuse before queueing any.
             raise NotStorable(f"the Redis key {key!r} is a {found}, not a {wanted}; nothing written")
-    held = []
-    for message in raw:
-        try:
-            held.append(json.loads(message))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue  # the SDK skips a corrupted message too
+    held = [item for item in map(_standard_decoded, raw) if item is not _CORRUPTED]  # skipped, as by the SDK
     return held, bool(existed), stored_fields
 
 
@@ -189,7 +184,10 @@ def _short_numbers_decoded(message: bytes) -> Any:
 
 
 def _standard_decoded(message: bytes) -> Any:
+    """The SDK's own reading: UTF-8 first, then ``json.loads``; a row it cannot read is skipped.
+    (``json.loads`` of the bytes would guess the encoding, and read a row with a byte order mark
+    or in UTF-16 that the SDK skips.)"""
     try:
-        return json.loads(message)
+        return json.loads(message.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return _CORRUPTED

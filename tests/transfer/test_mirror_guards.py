@@ -407,6 +407,36 @@ def test_redis_import_reads_long_integers_and_corrupted_rows_as_the_sdk_does(tmp
     assert type(folder_view(tmp_path / "back")["n"][1]["id"]) is int
 
 
+def test_redis_rows_the_sdk_cannot_decode_as_utf_8_are_skipped_by_import_and_export(
+    tmp_path: Path, rd: str
+) -> None:
+    """The SDK decodes a row as UTF-8, then parses it: a row with a byte order mark or in UTF-16,
+    which ``json.loads`` of the raw bytes would read (it guesses the encoding), is skipped."""
+    import redis
+
+    from jsonl_session.transfer import export_all, import_all
+
+    client = redis.Redis.from_url(rd)
+    try:
+        client.hset(REDIS_PREFIX + "b", "session_id", "b")
+        rows = [
+            text_of(turn(1)).encode(),
+            b"\xef\xbb\xbf" + text_of(turn(2)).encode(),
+            text_of(turn(3)).encode("utf-16-le"),
+        ]
+        client.rpush(REDIS_PREFIX + "b:messages", *rows)
+    finally:
+        client.close()
+    assert sdk_view(rd) == {"b": [turn(1)]}
+    outcomes = asyncio.run(import_all(rd, SessionDirectory(tmp_path / "back")))
+    assert [(o.session_id, o.status) for o in outcomes] == [("b", "copied")]
+    assert folder_view(tmp_path / "back") == {"b": [turn(1)]}
+    # and an export compares with what the SDK reads there: the file is up to date
+    (outcome,) = asyncio.run(export_all(SessionDirectory(tmp_path / "back"), rd))
+    assert outcome.status == "skipped"
+    assert sdk_view(rd) == {"b": [turn(1)]}
+
+
 def test_the_live_mirror_deletes_nothing_while_its_folder_is_gone(folder: Path, pg: str) -> None:
     from process_helpers import wait_until
     from test_mirror import Running
