@@ -387,7 +387,7 @@ async def import_items(
 ) -> Outcome:
     """Bring ``local`` up to ``items`` in one write under its lock, with ``metadata``'s sidecars.
 
-    Encoding, and the read, compare and rename under the lock, run in worker threads; the
+    Encoding, and the read, compare and write under the lock, run in worker threads; the
     lock is waited for on the loop. Items that cannot be written create no file. ``existed``:
     whether the file was there before (None: look, in the same worker as the encoding). ``private``:
     ``local`` is this call's own (no descriptor of it in use elsewhere), so when the companion's
@@ -421,8 +421,8 @@ async def import_items(
             timestamps=False,
         )
     durable = local.durable
-    # A new file: created unsynced, so that its folder is fsynced once, after the rename (the
-    # durable create and the durable rename fsynced it twice, where the SDK's own copy does once).
+    # A new file: created unsynced, so that its folder is fsynced once, after its items are
+    # written (a durable create and a durable write fsynced it twice; the SDK's own copy, once).
     sync_folder = private and durable and not existed
     if sync_folder:
         writer.durable = False
