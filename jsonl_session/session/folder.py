@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import stat
 import warnings
-from collections.abc import Callable, Iterator, Sequence
 
 from ..core import errors
 from ..core.errors import JSONLSessionError, SessionFileError, SessionNotFoundError, SkippedSessionWarning
@@ -23,6 +22,7 @@ from .listing_cache import ListingCache
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
     from typing import Any
 
