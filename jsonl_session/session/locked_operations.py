@@ -112,17 +112,17 @@ class LockedOperations:
     def encode_and_replace_locked(self, fd: int, items: list[Any]) -> None:
         self.replace_locked(fd, encode_items(items))
 
-    def fill_locked(self, fd: int, payload: bytes, *, durable: bool) -> None:
+    def fill_locked(self, fd: int, payload: bytes) -> None:
         """:meth:`replace_locked` for a file that holds nothing (no line, no torn tail): the
         items are appended as ``add_items`` appends them, one write and its ``fdatasync``
-        (if ``durable``), without the temporary file, rename and new file id of a rewrite.
+        (if durable), without the temporary file, rename and new file id of a rewrite.
 
         Readers that lock see none of it or all of it. A ``kill -9`` in the middle of the write
-        can leave its first items, as it can for any ``add_items``; a copy run again appends the
-        rest (``transfer.compare``: the file is behind).
+        can leave its first items, as it can for any ``add_items``; a copy run again completes
+        the file (``transfer.compare``: it is behind).
         """
         self._handle.sync_folder_once()
-        storage.append(fd, self.path, payload, durable=durable, size=0)
+        storage.write_at_end(fd, payload, 0, durable=self.durable)
         times = self._times
         if times is not None:  # anew: a sidecar a hand-made empty file kept describes nothing here
             times.rewrite(b"", payload)

@@ -38,10 +38,10 @@ from dataclasses import replace as with_changes
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..core import reads, sidecar_files, storage, worker_threads
+from ..core import reads, sidecar_files, worker_threads
 from ..core.codec import encode_items, encoding_or_none
 from ..core.errors import JSONLSessionError
-from ..core.locking import MISSING, fsync_directory
+from ..core.locking import MISSING
 from ..core.names import TIMES
 from ..session.folder import SessionDirectory
 from ..session.store import JSONLSession
@@ -420,13 +420,9 @@ async def import_items(
             lock_timeout=local.lock_timeout,
             timestamps=False,
         )
-    durable = local.durable
-    # A new file: created unsynced, so that its folder is fsynced once, after its items are
-    # written (a durable create and a durable write fsynced it twice; the SDK's own copy, once).
-    sync_folder = private and durable and not existed
-    if sync_folder:
-        writer.durable = False
-    flags = _Flags(replace, existed, as_exported, durable, sync_folder, listed)
+    # A new file is created as add_items creates one (a durable create fsyncs its folder) and
+    # the items appended to it (``fill_locked``): the SDK's own copy syncs as much, no more.
+    flags = _Flags(replace, existed, as_exported, listed)
     try:
         return await writer.locked_in_thread(
             _import_locked, writer, items, payload, metadata, flags, write=True, create=True
@@ -434,8 +430,6 @@ async def import_items(
     finally:
         if writer is not local:
             writer.close()
-        else:
-            writer.durable = durable
 
 
 def _digest_and_stat(items: list[Any], digest: bool, path: Path | None) -> tuple[bytes, bytes | None, bool]:
@@ -459,10 +453,6 @@ class _Flags(NamedTuple):
     replace: bool
     existed: bool
     as_exported: bool
-    durable: bool
-    """The caller's durability (``local``'s own is off when ``sync_folder``)."""
-    sync_folder: bool
-    """``local`` writes unsynced folder entries: fsync the folder once, when written."""
     listed: frozenset[str] | None
 
 
@@ -470,10 +460,8 @@ def _import_locked(
     fd: int, local: JSONLSession, items: list[Any], payload: bytes, metadata: Metadata, flags: _Flags
 ) -> Outcome:
     """``local``'s rewrite (as ``JSONLSession.rewriting``) to ``items``, already encoded as ``payload``."""
-    replace, existed, as_exported, durable, sync_folder, listed = flags
-    if sync_folder and os.fstat(fd).st_size:
-        # Made meanwhile by someone else: a crashed writer's torn tail is saved durably as always.
-        storage.repair_tail(fd, local.path, durable=True)
+    replace, existed, as_exported, listed = flags
+    info = os.fstat(fd)  # the lock is held: its size and mode stay what they are until we write
     held = reads.read_items(fd, local.path)
     decided = decide(local.session_id, items, held, replace=replace)
     if not decided.write:
@@ -483,10 +471,10 @@ def _import_locked(
         outcome = Outcome(local.session_id, "copied", 0)  # an empty session, created now
     written = outcome.status != "skipped"
     if written:
-        companion.set_mode(fd, metadata)
+        companion.set_mode(fd, metadata, info.st_mode)
     rewrite = payload != encoding_or_none(held)  # bytes: 1 vs 1.0 and key order count too
-    if rewrite and not held and not os.fstat(fd).st_size:
-        local.fill_locked(fd, payload, durable=durable)  # a new session: appended, as add_items would
+    if rewrite and not held and not info.st_size:
+        local.fill_locked(fd, payload)  # nothing there (a new session): appended, as add_items would
     elif rewrite:
         local.replace_locked(fd, payload)
     # Still under the lock, after the items (whose rewrite rewrites ``.times``): the sidecars.
@@ -495,15 +483,13 @@ def _import_locked(
         local.path,
         fd,
         metadata,
-        durable=durable,
+        durable=local.durable,
         only_missing=not written,
         keep_grown=written and not as_exported,
         listed=listed,
     )
     own = (companion.FILE,) if written and as_exported else ()
     companion.restore_times(local.path, metadata, (*own, *wrote))
-    if sync_folder and (written or rewrite):
-        fsync_directory(local.directory)
     return outcome
 
 

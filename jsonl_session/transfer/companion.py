@@ -192,11 +192,11 @@ def _grown(current: Entry, entry: Entry) -> bool:
     return len(current.content) > len(entry.content) and current.content.startswith(entry.content)
 
 
-def set_mode(fd: int, metadata: Metadata) -> None:
-    """Give the session file held as ``fd`` its recorded mode, before a rewrite's rename (which
-    gives the new file the held one's mode)."""
+def set_mode(fd: int, metadata: Metadata, current: int) -> None:
+    """Give the session file held as ``fd`` (its mode now ``current``) its recorded mode, before
+    a rewrite's rename (which gives the new file the held one's mode)."""
     own = metadata.get(FILE)
-    if own is not None:
+    if own is not None and own.mode & 0o777 != current & 0o777:
         os.fchmod(fd, own.mode & 0o777)
 
 

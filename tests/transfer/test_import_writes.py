@@ -11,8 +11,8 @@ session where the SDK's own copy makes one. Times are advisory and never fsynced
 (``core/item_times.py``: a crash may lose the newest ones), so a ``.times`` written where none
 was is written once, unsynced. Observed with ``strace`` on a real ``jsonl-session import``
 process against a real Redis; the result is still the folder that was exported, byte for byte.
-The folder is fsynced once per new session, after its items: creating the file durably and
-then renaming over it durably synced it twice.
+The folder is fsynced once per new session, when its file is created, as ``add_items`` creates
+one: creating the file durably and then renaming over it durably synced it twice.
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def test_an_exported_session_comes_back_with_its_items_synced_once_and_its_times
         if moved:
             renamed[Path(moved.group(1)).name] += 1
             unsynced_names.add(Path(moved.group(1)).name)
-    # Each new file's name is made durable by one fsync of the folder after its items are
-    # written (its creation needs none of its own), as the SDK's own copy syncs it once.
+    # Each new file's name is made durable by one fsync of the folder as it is created, as the
+    # SDK's own copy syncs it once.
     assert not unsynced_names
     assert folder_syncs == 3
     for n in range(3):
