@@ -230,19 +230,30 @@ def cmd_grep(args: argparse.Namespace) -> int:
 _LINES_PER_WRITE = 256
 
 
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):  # no such method, or a closed stream
+        return False
+
+
 def _print_hits(hits: Iterator[Hit], style: Style) -> int:
     """``id:line: role: snippet`` per hit; how many there were.
 
     A common word prints a line for each of a million items, so what can be done once is:
     each session id and each heading is made printable (and coloured) once, and off a terminal
     the lines go out :data:`_LINES_PER_WRITE` at a time, one ``write`` each (and at the end,
-    or before an error is raised). A terminal gets each line as it is found.
+    or before an error is raised). A terminal, or a stream that writes through, gets each line
+    as it is found.
     """
     ids: dict[str, str] = {}
     heads: dict[str, str] = {}
     pending: list[str] = []
     out = sys.stdout
-    per_write = 1 if getattr(out, "line_buffering", False) else _LINES_PER_WRITE  # any stream will do
+    # A terminal, or a stream that writes through (``python -u``, PYTHONUNBUFFERED: then even a
+    # terminal is not line buffered), gets each line as it is found. Any stream will do.
+    at_once = getattr(out, "line_buffering", False) or getattr(out, "write_through", False)
+    per_write = 1 if at_once or _isatty(out) else _LINES_PER_WRITE
     matches = 0
     try:
         for hit in hits:

@@ -117,3 +117,37 @@ def test_on_a_terminal_the_role_and_the_match_are_coloured_line_by_line(sessions
     )
     role, match = "\x1b[1;32muser\x1b[0m", "\x1b[1;31mneedle\x1b[0m"
     assert shown.splitlines() == [f"a:{n + 1}: {role}: the {match} {n}" for n in range(3)]
+
+
+class _CountedWrites(io.BufferedIOBase):
+    """A byte stream that keeps each write apart, as a pipe's reader would see them arrive."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    @property
+    def name(self) -> str:
+        return "counted writes"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self.writes.append(bytes(data))
+        return len(data)
+
+
+def test_an_unbuffered_stream_gets_each_hit_as_it_is_found(sessions_dir: Path) -> None:
+    """``python -u`` or ``PYTHONUNBUFFERED=1`` (set in many containers) makes stdout write
+    through, on a terminal too, where it is then not line buffered: it gets each hit as it is
+    found, not held back 256 at a time (found in review: on a terminal, hits before a session
+    waiting for its lock appeared only at the end)."""
+    write_lines(
+        sessions_dir / "a.jsonl",
+        [json.dumps({"role": "user", "content": f"the needle {n}"}) for n in range(3)],
+    )
+    raw = _CountedWrites()
+    out = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    with contextlib.redirect_stdout(out):
+        assert main(["grep", "needle", "--dir", str(sessions_dir)]) == 0
+    assert [line.decode() for line in raw.writes] == [f"a:{n + 1}: user: the needle {n}\n" for n in range(3)]
