@@ -54,7 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from .lookup import need_folder
 
                 need_folder(args)
-            return int(handler_for(args.command)(args))
+            code = int(handler_for(args.command)(args))
+            # What is still buffered goes now, where a reader gone away (``| head``) is handled
+            # below, not as Python exits ("Exception ignored ... BrokenPipeError", exit 120).
+            sys.stdout.flush()
+            return code
         except (UsageError, InvalidSessionId, InvalidBackendURL) as exc:  # typed wrong, not failed
             error(message(exc))
             return 2

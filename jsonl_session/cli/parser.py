@@ -34,14 +34,15 @@ WINDOW_HELP = "with --turns: flag a session whose context does not fit this many
 
 
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
-    """``build_parser().parse_args(argv)``, the same namespace, help, errors and exit codes, built faster.
+    """``build_parser().parse_args(argv)``, the same namespace, help and exit codes, built faster.
 
     When the command comes first (``ls --json``, ``show ID``: most command lines), the top-level
     parser would only note the command and hand every later argument to the command's parser, so
     that parser alone parses them, into the top level's defaults: the top-level parser and its
     three ``gettext`` look-ups are not built. An argument the command does not take is reported
     by the top level (its usage), so that command line is parsed again the long way, as is any
-    that starts with an option (``--dir X ls``) or names no command.
+    that starts with an option (``--dir X ls``) or names no command. (An ambiguous abbreviation,
+    ``ls --=x``, is reported with the command's options and usage instead of the top level's.)
     """
     if argv and argv[0] in _COMMANDS:
         parsed, unknown = command_parser(argv[0]).parse_known_args(argv[1:])

@@ -441,3 +441,28 @@ def test_every_command_is_documented_in_the_readme() -> None:
     for name in every_command():
         documented = re.search(rf"(\$ jsonl-session {name}\b|`{name}\b)", section)
         assert documented, f"{name} is not in the README's cli section"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["ls"], ["ls", "--json"], ["show", "convo"], ["grep", "weather"], ["grep", "weather", "--json"]],
+    ids=" ".join,
+)
+def test_a_reader_gone_before_the_output_is_written_ends_the_command_quietly(
+    sessions_dir: Path, args: list[str]
+) -> None:
+    """``| head -1`` that has already exited: what was still buffered when the command returned
+    hit the closed pipe as Python exited, printed "Exception ignored ... BrokenPipeError" and
+    exited 120 (found in review). It is flushed while the command's own errors are handled."""
+    make(sessions_dir)
+    env = {key: value for key, value in cli_env().items() if key != "PYTHONUNBUFFERED"}  # buffered, as usual
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone: every write gets EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "jsonl_session", *args, "--dir", str(sessions_dir)],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60, env=env, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (1, "")
