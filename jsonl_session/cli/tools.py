@@ -230,13 +230,6 @@ def cmd_grep(args: argparse.Namespace) -> int:
 _LINES_PER_WRITE = 256
 
 
-def _isatty(stream: object) -> bool:
-    try:
-        return bool(stream.isatty())  # type: ignore[attr-defined]
-    except (AttributeError, ValueError, OSError):  # no such method, or a closed stream
-        return False
-
-
 def _print_hits(hits: Iterator[Hit], style: Style) -> int:
     """``id:line: role: snippet`` per hit; how many there were.
 
@@ -253,7 +246,7 @@ def _print_hits(hits: Iterator[Hit], style: Style) -> int:
     # A terminal, or a stream that writes through (``python -u``, PYTHONUNBUFFERED: then even a
     # terminal is not line buffered), gets each line as it is found. Any stream will do.
     at_once = getattr(out, "line_buffering", False) or getattr(out, "write_through", False)
-    per_write = 1 if at_once or _isatty(out) else _LINES_PER_WRITE
+    per_write = 1 if at_once or out.isatty() else _LINES_PER_WRITE
     matches = 0
     try:
         for hit in hits:

@@ -371,13 +371,13 @@ class FileHandle:
         slow create must not stall them. A descriptor someone installed meanwhile wins.
         """
         with self._state:
-            if self._holder or not (self.fd is None or (write and not self._writable)):
+            if not self._wants_open(write):
                 return
         fd, writable, created = open_file(self.path, write=write, create=True, durable=self.durable)
         try:
             held = os.fstat(fd)
             with self._state:
-                if self._holder or not (self.fd is None or (write and not self._writable)):
+                if not self._wants_open(write):
                     os.close(fd)
                     return
                 self._drop()
@@ -386,6 +386,10 @@ class FileHandle:
             if self.fd != fd:
                 os.close(fd)
             raise
+
+    def _wants_open(self, write: bool) -> bool:
+        """Unlocked, and without a descriptor that will do (under the state lock)."""
+        return not self._holder and (self.fd is None or (write and not self._writable))
 
     def _open(self, *, write: bool, create: bool) -> int:
         """(Re)open the file, writable if ``write``: the cached descriptor is missing or read-only."""
