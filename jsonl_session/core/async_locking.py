@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["AsyncLocked", "locked_async"]
+__all__ = ["YIELD_ONCE", "AsyncLocked", "locked_async"]
 
 
 def locked_async(
@@ -83,7 +83,7 @@ class AsyncLocked:
 
     async def __aenter__(self) -> int:
         if self._yield_first:
-            await _YIELD_ONCE  # before any change: cancelled here, the call did nothing
+            await YIELD_ONCE  # before any change: cancelled here, the call did nothing
         handle = self._handle
         # Creating is file work (the folder looked at, the create, the unlink of each sidecar a
         # deleted namesake left; a durable one fsyncs the folder), which the loop does not wait
@@ -110,7 +110,7 @@ class AsyncLocked:
         except BaseException as error:
             handle.release(token)  # cancelled, or a signal, after the lock was taken
             if isinstance(error, Exception) and not self._yield_first:
-                await _YIELD_ONCE  # a failing call yields too: a loop that retries must not starve the others
+                await YIELD_ONCE  # a failing call yields too: a loop that retries must not starve the others
             raise
 
     def __aexit__(
@@ -122,7 +122,7 @@ class AsyncLocked:
         if self._handed_off:
             return _DONE  # the thread hop yielded
         self._handle.release(self._token)
-        return _DONE if self._yield_first else _YIELD_ONCE  # it promised to yield, and has not
+        return _DONE if self._yield_first else YIELD_ONCE  # it promised to yield, and has not
 
     async def finish_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """Run ``function(*args)`` in a worker thread, which unlocks when it returns; end the block then.
@@ -193,7 +193,8 @@ class _YieldOnce(tuple):  # type: ignore[type-arg]
     __await__ = tuple.__iter__
 
 
-_YIELD_ONCE: Awaitable[None] = _YieldOnce((None,))  # type: ignore[assignment]
+YIELD_ONCE: Awaitable[None] = _YieldOnce((None,))  # type: ignore[assignment]
+"""``await YIELD_ONCE`` lets the other tasks run once, as ``asyncio.sleep(0)`` does, without a Python call."""
 
 
 async def _open_ahead(handle: FileHandle, write: bool) -> None:

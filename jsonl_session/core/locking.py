@@ -14,6 +14,9 @@ Every operation that locks enters one context manager::
     with handle.try_locked(write=False, create=False) as fd:            # no wait: BUSY too
         ...
 
+except the one write that is a whole block in one call (:meth:`FileHandle.try_append`, an
+append without fsync), which falls back to them whenever it would have to wait or repair.
+
 One descriptor is kept open per session object and process: reopening costs more than the
 append itself. Keeping it raises two races, both handled after the lock is taken:
 
@@ -69,7 +72,7 @@ if TYPE_CHECKING:
     import fcntl
     import threading
     import weakref
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from os import PathLike
     from typing import Any, TypeVar
 
@@ -111,6 +114,7 @@ DEFAULT_LOCK_TIMEOUT = 10.0
 # append holds it for microseconds), then doubling up to 5 ms so waiting costs little CPU.
 _FIRST_DELAY = 0.0002
 _MAX_DELAY = 0.005
+_time_ns = time.time_ns
 
 
 def check_lock_timeout(value: Any) -> float:
@@ -159,6 +163,8 @@ class FileHandle:
         self._identity = (0, 0)
         self.size = 0
         """The file's size, read under the lock by the last successful lock."""
+        self._left_size = -1  # see left_as; -1: nothing vouched for
+        self._left_ns = 0
         self.folder_unsynced = False
         """The open file's folder entry may not be durable yet: see :meth:`sync_folder_once`."""
         self._state = threading.RLock()  # guards the fields below; held for microseconds
@@ -204,6 +210,66 @@ class FileHandle:
         if self.folder_unsynced and self.durable:
             fsync_directory(os.path.dirname(self._path_str) or ".")
             self.folder_unsynced = False
+
+    def left_as(self, size: int) -> None:
+        """Inside a write lock, after an append or a pop: the file is ``size`` bytes and ends a line.
+
+        :meth:`try_append` then need not read the last byte while nobody changed the file
+        since: the same inode and size, and no modification time after now (the kernel stamps
+        a write with a clock never ahead of ``time.time_ns()``, so a later change shows, unless
+        it comes within the same clock tick, a few ms, and leaves exactly this size). Every
+        write lock forgets it, so a change of this process's own that does not call this (a
+        clear, a rewrite) is never vouched for.
+        """
+        self._left_size, self._left_ns = size, _time_ns()
+
+    def try_append(
+        self, payload: bytes, lines: T, stamp: Callable[[bytes, T, int, bool], None] | None
+    ) -> bool:
+        """A whole write block in one call, if it needs no wait and no repair: lock, append
+        ``payload``, call ``stamp(payload, lines, size_before, untouched)``, unlock. False: nothing done.
+
+        For the append that does not fsync (``add_items`` of a ``durable=False`` session, after
+        its one yield to the loop), where the lock protocol's own calls cost more than the
+        append (``benchmarks/run.py``). The state lock is held throughout, so no other thread
+        of this process can take the file meanwhile (the ``flock`` is theirs too), and the
+        block sets no holder. False when the lock is held (here or elsewhere), the descriptor
+        is closed or read-only, the path names another inode or none, or the file does not
+        end its last line (a torn tail, a hand edit): :class:`Locked` and
+        ``async_locking.AsyncLocked`` wait, reopen, create and repair. ``untouched``: nobody
+        changed the file since this handle's last :meth:`left_as` (then the last byte is not read).
+        """
+        with self._state:
+            fd = self.fd
+            if self._holder or fd is None or not self._writable:
+                return False
+            try:  # the unlock in ``finally`` is harmless when the lock was not taken: no one
+                # else in this process can hold it while the state lock is held and no holder is set
+                if not flock.lock_exclusive()(fd, blocking=False):
+                    return False
+                try:
+                    now = os.stat(self._path_str, follow_symlinks=False)  # as try_lock checks it
+                except FileNotFoundError:
+                    return False  # deleted: the long way reopens (or creates) it
+                if (now.st_dev, now.st_ino) != self._identity:
+                    return False
+                size = now.st_size
+                untouched = size == self._left_size and now.st_mtime_ns <= self._left_ns
+                self._left_size = -1
+                if size and not untouched and os.pread(fd, 1, size - 1) != b"\n":
+                    return False
+                written = os.write(fd, payload)  # storage.write_at_end, written out
+                if written < len(payload):
+                    from .storage import write_rest  # here: a short write is rare, `ls` never writes
+
+                    write_rest(fd, payload, written, size)
+                self.size = size
+                if stamp is not None:
+                    stamp(payload, lines, size, untouched)
+                self._left_size, self._left_ns = size + len(payload), _time_ns()
+                return True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
     def replaced(self) -> None:
         """Inside a locked block: the file was replaced or deleted, reopen it next time."""
@@ -278,6 +344,8 @@ class FileHandle:
                         now = None
                     if now is not None and (now.st_dev, now.st_ino) == self._identity:
                         self.size = now.st_size
+                        if write:  # whatever this block writes, it vouches for anew (left_as)
+                            self._left_size = -1
                         # No call between these two lines and the return, so no signal
                         # handler can run in between.
                         self._holder, self._holder_thread, self._abandoned = token, thread, abandoned
@@ -404,6 +472,7 @@ class FileHandle:
         self.folder_unsynced = not (created and self.durable)  # a durable create fsynced it
 
     def _drop(self) -> None:
+        self._left_size = -1
         if self.fd is not None:
             fd, self.fd = self.fd, None
             os.close(fd)

@@ -36,12 +36,15 @@ __all__ = ["TimesLog"]
 
 _time_ns = time.time_ns
 _pwrite = os.pwrite
+_write = os.write
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# Not O_APPEND: records are written at the end this object knows (``_size``), so that a pop can
-# blank its item's record in place and the next append write over it (see ``forget_newest``).
-_WRITE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# O_APPEND: each record goes at the sidecar's end as the kernel knows it, whoever wrote last, with
+# no look at its size first; the descriptor's offset is then where this object's last record ends.
+_APPEND_FLAGS = os.O_NONBLOCK | os.O_APPEND  # the status flags, as F_SETFL sets them
+_WRITE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | _APPEND_FLAGS
 _BLANK = b" " * (RECORD_BYTES - 1) + b"\n"  # a popped item's record, blanked: a line that is no record
 _crc32 = zlib.crc32
+_RECHECK_MS = 1000
 
 
 def _origins(new: Sequence[int], old: Sequence[int]) -> list[int | None]:
@@ -89,26 +92,28 @@ class TimesLog:
         ...     os.write(fd, payload); log.stamp(payload, None, size)
     """
 
-    __slots__ = ("__weakref__", "_end", "_fd", "_last", "_last_crc", "_size", "_tail", "path")
+    __slots__ = ("__weakref__", "_end", "_fd", "_last_crc", "_recheck", "path")
 
     def __init__(self, session_path: str | os.PathLike[str]) -> None:
         self.path = times_path(session_path)
         self._fd = -1
         self._end = -1  # the session's size after the last change made through this object
-        # While the session is at ``_end``, nobody else changed it or the sidecar: the next
-        # record goes at ``_size`` (the sidecar's size, or where a blanked record starts), and if
-        # this object's last append wrote an item record, it starts at ``_last`` and holds
-        # ``_last_crc`` (else -1): a pop of that item blanks it there.
-        self._size = self._last = self._last_crc = -1
-        self._tail = -1  # the sidecar's size after this object's last change: another writer's shows
+        # If this object's last write was the record of one item, its fingerprint (else -1): a
+        # pop of that item blanks the record, which ends at the descriptor's offset.
+        self._last_crc = -1
+        self._recheck = 0  # the clock (ms) at which an append next checks the descriptor anyway
         close_in_forked_child(self)
 
-    def stamp(self, payload: bytes, lines: list[bytes] | None, size_before: int) -> None:
+    def stamp(
+        self, payload: bytes, lines: list[bytes] | None, size_before: int, untouched: bool = False
+    ) -> None:
         """Record the lines of ``payload`` (``item_times.encode_lines``), just appended at
         ``size_before``, as added now: one record, one ``write``.
 
         One Python call for the Runner's one-item add (``item_times.stamp`` written out here):
         in a busy process each call costs about 1 µs, a few per cent of an append without fsync.
+        ``untouched``: nobody changed the session since this process's last append or pop
+        (``FileHandle.try_append``), so nobody replaced the sidecar either.
         """
         ms = _time_ns() // 1_000_000
         if lines is None:
@@ -118,15 +123,16 @@ class TimesLog:
             crc = -1
             records = stamp(payload, lines, ms)
         try:
-            # Checked on every append (an fstat): another process may have written records since
-            # ours and left the session the size we left it (a pop and the same item added back);
-            # a sidecar replaced (a rewrite elsewhere renamed a new one over it) or deleted (rm)
-            # is reopened.
-            fd = self._checked_fd()
-            at = self._size
-            self._size = at + _pwrite(fd, records, at)
-            self._tail = max(self._tail, self._size)
-            self._last, self._last_crc = at, crc
+            # The descriptor is checked (an fstat) unless the session is untouched since this
+            # process's last change, and then at least once a second: a sidecar replaced (a
+            # rewrite elsewhere renamed a new one over it, which replaces the session too) or
+            # deleted is reopened. An ``rm`` of the sidecar alone costs at most a second of records.
+            fd = self._fd
+            if not untouched or ms >= self._recheck or fd < 0:
+                fd = self._checked_fd()
+                self._recheck = ms + _RECHECK_MS
+            _write(fd, records)
+            self._last_crc = crc
             self._end = size_before + len(payload)
         except OSError:
             self.close()  # try again with a fresh descriptor next time
@@ -144,8 +150,7 @@ class TimesLog:
         written, so hand-written ones have none) are cut off; anything else is left alone. A
         batch record that loses only its newest lines is replaced by one for the lines it keeps
         (the session's newest line is read for its fingerprint: ``session_fd``, else the file).
-        ``size_after``, the session's size now, spares the next append the check of the
-        descriptor (it was just checked here).
+        ``size_after`` is the session's size now (-1: unknown).
         """
         import orjson  # here: `ls` imports this module and never pops
 
@@ -154,20 +159,17 @@ class TimesLog:
                 line = orjson.dumps(removed[0])
             except TypeError:
                 line = b""
-            if (
-                size_after + len(line) + 1 == self._end
-                and _crc32(line) == self._last_crc
-                and self._unchanged_since_ours()
-            ):
-                # The item this object added last, nothing changed since: its record is the
-                # sidecar's last, and is blanked in place, not read back and cut: an ext4
-                # truncate cost a durable pop ~40 µs, and the next append as much again.
+            if size_after + len(line) + 1 == self._end and _crc32(line) == self._last_crc:
+                # The item this object added last: if its record is still the sidecar's last, it
+                # is blanked in place, not read back and cut: an ext4 truncate cost a durable pop
+                # ~40 µs, and the next append as much again. The blank stays, a line that is no record.
                 try:
-                    _pwrite(self._fd, _BLANK, self._last)
-                    self._size, self._end, self._last_crc = self._last, size_after, -1
+                    if self._blank_own_last_record():
+                        self._end, self._last_crc = size_after, -1
+                        return
                 except OSError:
                     self.close()
-                return
+                    return
         self._last_crc = -1
         crcs = []
         for item in removed:
@@ -179,7 +181,7 @@ class TimesLog:
             fd, size = self._current()
             if not size:
                 if fd >= 0:
-                    self._size, self._end, self._tail = 0, size_after, 0
+                    self._end = size_after
                 return
             # Only the records that may be theirs: a trailing record that is not one of theirs
             # stops the cut anyway (plus one, for a record cut by the start of the read).
@@ -203,20 +205,32 @@ class TimesLog:
                     break
             if cut < size:
                 os.ftruncate(fd, cut)
-                size = cut
                 if kept:
-                    size += os.pwrite(fd, kept, cut)
-            self._size, self._end, self._tail = size, size_after, size
+                    _write(fd, kept)  # at the end, where it was cut
+            self._end = size_after
         except OSError:
             self.close()
 
-    def _unchanged_since_ours(self) -> bool:
-        """The sidecar is still the file this object wrote last, as long as it left it."""
-        try:
-            info = os.fstat(self._fd)
-        except OSError:
+    def _blank_own_last_record(self) -> bool:
+        """Blank this object's last record if it is still the sidecar's end; False if it is not.
+
+        The descriptor's offset is where that record ended (an ``O_APPEND`` write leaves it
+        there; nothing else here moves it). The blank is written at a place, so ``O_APPEND``
+        is off for that one write.
+        """
+        import fcntl  # here: `ls` imports this module and never pops
+
+        fd = self._fd
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        info = os.fstat(fd)
+        if not info.st_nlink or info.st_size != end or end < RECORD_BYTES:
             return False
-        return bool(info.st_nlink) and info.st_size == self._tail
+        fcntl.fcntl(fd, fcntl.F_SETFL, _APPEND_FLAGS & ~os.O_APPEND)
+        try:
+            _pwrite(fd, _BLANK, end - RECORD_BYTES)
+        finally:
+            fcntl.fcntl(fd, fcntl.F_SETFL, _APPEND_FLAGS)  # if this fails, the caller closes it
+        return True
 
     def _kept_part(self, ms: int, first: int, count: int, session_fd: int, size: int) -> bytes:
         """The record of a batch's oldest ``count`` lines, now the session's newest (b"": unknown)."""
@@ -243,7 +257,6 @@ class TimesLog:
             fd, size = self._current()
             if size:
                 os.ftruncate(fd, 0)
-            self._size = self._tail = 0
         except OSError:
             self.close()
 
@@ -324,12 +337,8 @@ class TimesLog:
     def _checked_fd(self) -> int:
         """The descriptor, reopened if the sidecar was replaced or deleted since it was opened."""
         fd = self._fd
-        if fd >= 0:
-            info = os.fstat(fd)
-            if info.st_nlink:
-                if info.st_size != self._tail:  # another writer's records: ours go after them
-                    self._size = self._tail = info.st_size
-                return fd
+        if fd >= 0 and os.fstat(fd).st_nlink:
+            return fd
         return self._open()
 
     def _open(self) -> int:
@@ -338,9 +347,9 @@ class TimesLog:
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
-                size += os.pwrite(fd, b"\n", size)  # a torn record from a killed writer: end it first
+                _write(fd, b"\n")  # a torn record from a killed writer: end it first
         except BaseException:
             os.close(fd)
             raise
-        self._fd, self._size, self._tail = fd, size, size
+        self._fd = fd
         return fd

@@ -36,6 +36,21 @@ def _append_batches_async(directory: str, writer: int, count: int, start: Any) -
     asyncio.run(main())
 
 
+def _append_then_pop_async(directory: str, writer: int, count: int, start: Any) -> None:
+    """One item per call (each call one lock block, ``FileHandle.try_append``); every third call
+    is followed by a pop, which takes whichever writer's item is newest."""
+
+    async def main() -> None:
+        session = JSONLSession("shared", directory, durable=False)
+        for i in range(count):
+            await session.add_items([{"writer": writer, "i": i}])
+            if i % 3 == 2:
+                await session.pop_item()
+
+    start.wait(30)
+    asyncio.run(main())
+
+
 def run_processes(targets: list[tuple[Any, tuple[Any, ...]]]) -> None:
     start = CTX.Event()
     processes = [CTX.Process(target=t, args=(*args, start)) for t, args in targets]
@@ -74,6 +89,19 @@ def test_one_add_items_call_is_never_split_by_another_writer(sessions_dir: Path)
     for first, second in zip(items[::2], items[1::2]):
         assert (first["writer"], first["i"], first["half"]) == (second["writer"], second["i"], 0)
         assert second["half"] == 1
+
+
+def test_async_appends_and_pops_from_several_processes_keep_every_time(sessions_dir: Path) -> None:
+    writers, count = 3, 300
+    run_processes([(_append_then_pop_async, (str(sessions_dir), w, count)) for w in range(writers)])
+    session = JSONLSession("shared", sessions_dir)
+    items = session.get_items_with_times_sync()
+    assert len(items) == writers * (count - count // 3)
+    for w in range(writers):
+        mine = [item["i"] for item, _ in items if item["writer"] == w]
+        assert mine == sorted(set(mine)), "each writer's items are present once, in its order"
+    assert [item for item, when in items if when is None] == []  # every record found its line
+    assert b"\x00" not in session.path.with_name("shared.jsonl.times").read_bytes()
 
 
 def _pop_many(directory: str, count: int, start: Any, popped: Any) -> None:

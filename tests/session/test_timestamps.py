@@ -509,7 +509,7 @@ def test_a_hostile_sidecar_of_huge_batches_over_the_same_lines_costs_no_more(tmp
     assert whole == [1764790710123] * 2000
 
 
-def test_a_pop_blanks_its_record_and_the_next_append_writes_over_it(tmp_path: Path) -> None:
+def test_a_pop_blanks_its_record_and_the_next_append_goes_after_it(tmp_path: Path) -> None:
     session = JSONLSession("s", tmp_path)
     first, second = stamped(session, [message(1), message(1)])  # two identical lines
     assert session.pop_item_sync() == message(1)
@@ -517,7 +517,8 @@ def test_a_pop_blanks_its_record_and_the_next_append_writes_over_it(tmp_path: Pa
     assert len(data) == 2 * item_times.RECORD_BYTES and data.splitlines()[-1].strip() == b""  # blanked
     assert times_of(session) == [first]  # the identical line left keeps its own time, not the popped one's
     [third] = stamped(session, [message(3)])
-    assert len(sidecar(session).read_bytes()) == 2 * item_times.RECORD_BYTES  # written over the blank
+    lines = sidecar(session).read_bytes().splitlines()
+    assert len(lines) == 3 and lines[1].strip() == b""  # appended: the blank stays, a line that is no record
     assert times_of(session) == [first, third] and third > second
     # a pop, then another writer's append: the blank stays between, a line that is no record
     session.pop_item_sync()
@@ -551,15 +552,26 @@ def _in_another_process(directory: Path, code: str) -> None:
     ],
     ids=["same-size-session", "shorter-sidecar"],
 )
-def test_another_writers_records_are_never_written_over(tmp_path: Path, batched: bool, between: str) -> None:
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_another_writers_records_are_never_written_over(
+    tmp_path: Path, batched: bool, between: str, how: str
+) -> None:
     ours = JSONLSession("s", tmp_path, durable=False)
+
+    def add(items: list[dict[str, Any]]) -> None:
+        if how == "sync":
+            ours.add_items_sync(items)
+        else:  # the append in one call (FileHandle.try_append), its record written without a look
+            asyncio.run(ours.add_items(items))
+
+    ours.add_items_sync([{"n": -1}])  # made: the async appends below are one call each
     if batched:
-        ours.add_items_sync([{"n": 0}, {"n": 1}])
+        add([{"n": 0}, {"n": 1}])
     else:
-        ours.add_items_sync([{"n": 0}])
-        ours.add_items_sync([{"n": 1}])
+        add([{"n": 0}])
+        add([{"n": 1}])
     _in_another_process(tmp_path, between)
-    ours.add_items_sync([{"n": 2}])  # within a second of our last append: no time-based recheck
+    add([{"n": 2}])  # within a second of our last append: no time-based recheck
     assert b"\x00" not in sidecar(ours).read_bytes()
-    assert [item for item, _ in ours.get_items_with_times_sync()] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert [item for item, _ in ours.get_items_with_times_sync()] == [{"n": n} for n in (-1, 0, 1, 2)]
     assert None not in times_of(ours), sidecar(ours).read_bytes()
