@@ -34,17 +34,40 @@ if TYPE_CHECKING:
 
 __all__ = ["TimesLog"]
 
+
+def _linux_at_least(version: tuple[int, int]) -> bool:
+    """Whether this is Linux ``version`` or later (a kernel release such as ``6.1.0-13-amd64``)."""
+    uname = os.uname()
+    try:
+        major, minor = uname.release.split(".")[:2]
+        return uname.sysname == "Linux" and (int(major), int(minor.split("-")[0])) >= version
+    except ValueError:
+        return False
+
+
 _time_ns = time.time_ns
 _pwrite = os.pwrite
+_pwritev = getattr(os, "pwritev", None)
 _write = os.write
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# O_APPEND: each record goes at the sidecar's end as the kernel knows it, whoever wrote last, with
-# no look at its size first; the descriptor's offset is then where this object's last record ends.
-_APPEND_FLAGS = os.O_NONBLOCK | os.O_APPEND  # the status flags, as F_SETFL sets them
+# Each record goes at the sidecar's end as the kernel knows it, whoever wrote last, with no look
+# at its size first; the descriptor's offset is then where this object's last record ends. Linux
+# 4.16 and later append one write (``RWF_APPEND``) and the descriptor stays plain, for a pop's
+# blank written at a place; elsewhere it is ``O_APPEND``, turned off for that one write.
+_RWF_APPEND = getattr(os, "RWF_APPEND", 0) if _linux_at_least((4, 16)) else 0
+_APPEND_FLAGS = os.O_NONBLOCK | (0 if _RWF_APPEND else os.O_APPEND)  # the status flags (F_SETFL)
 _WRITE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | _APPEND_FLAGS
 _BLANK = b" " * (RECORD_BYTES - 1) + b"\n"  # a popped item's record, blanked: a line that is no record
 _crc32 = zlib.crc32
 _RECHECK_MS = 1000
+
+
+def _append(fd: int, data: bytes) -> None:
+    """Write ``data`` at the sidecar's end, and leave the descriptor's offset after it."""
+    if _RWF_APPEND:
+        _pwritev(fd, (data,), -1, _RWF_APPEND)  # type: ignore[misc]
+    else:
+        _write(fd, data)
 
 
 def _origins(new: Sequence[int], old: Sequence[int]) -> list[int | None]:
@@ -131,7 +154,10 @@ class TimesLog:
             if not untouched or ms >= self._recheck or fd < 0:
                 fd = self._checked_fd()
                 self._recheck = ms + _RECHECK_MS
-            _write(fd, records)
+            if _RWF_APPEND:  # _append, written out
+                _pwritev(fd, (records,), -1, _RWF_APPEND)  # type: ignore[misc]
+            else:
+                _write(fd, records)
             self._last_crc = crc
             self._end = size_before + len(payload)
         except OSError:
@@ -206,7 +232,7 @@ class TimesLog:
             if cut < size:
                 os.ftruncate(fd, cut)
                 if kept:
-                    _write(fd, kept)  # at the end, where it was cut
+                    _append(fd, kept)  # at the end, where it was cut
             self._end = size_after
         except OSError:
             self.close()
@@ -214,18 +240,20 @@ class TimesLog:
     def _blank_own_last_record(self) -> bool:
         """Blank this object's last record if it is still the sidecar's end; False if it is not.
 
-        The descriptor's offset is where that record ended (an ``O_APPEND`` write leaves it
-        there; nothing else here moves it). The blank is written at a place, so ``O_APPEND``
-        is off for that one write.
+        The descriptor's offset is where that record ended (:func:`_append` leaves it there;
+        nothing else here moves it).
         """
-        import fcntl  # here: `ls` imports this module and never pops
-
         fd = self._fd
         end = os.lseek(fd, 0, os.SEEK_CUR)
         info = os.fstat(fd)
         if not info.st_nlink or info.st_size != end or end < RECORD_BYTES:
             return False
-        fcntl.fcntl(fd, fcntl.F_SETFL, _APPEND_FLAGS & ~os.O_APPEND)
+        if _RWF_APPEND:
+            _pwrite(fd, _BLANK, end - RECORD_BYTES)
+            return True
+        import fcntl  # here: `ls` imports this module and never pops
+
+        fcntl.fcntl(fd, fcntl.F_SETFL, _APPEND_FLAGS & ~os.O_APPEND)  # a write at a place
         try:
             _pwrite(fd, _BLANK, end - RECORD_BYTES)
         finally:
@@ -347,7 +375,7 @@ class TimesLog:
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
-                _write(fd, b"\n")  # a torn record from a killed writer: end it first
+                _append(fd, b"\n")  # a torn record from a killed writer: end it first
         except BaseException:
             os.close(fd)
             raise

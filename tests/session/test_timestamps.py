@@ -7,6 +7,7 @@ clears, rewrites, compaction, forks and hand edits keep the times of the items t
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import zlib
 from datetime import datetime, timezone
@@ -17,7 +18,7 @@ import orjson
 import pytest
 
 from jsonl_session import JSONLSession, SessionDirectory
-from jsonl_session.core import item_times
+from jsonl_session.core import item_times, times_log
 
 
 def message(n: int, role: str = "user") -> dict[str, Any]:
@@ -509,7 +510,23 @@ def test_a_hostile_sidecar_of_huge_batches_over_the_same_lines_costs_no_more(tmp
     assert whole == [1764790710123] * 2000
 
 
-def test_a_pop_blanks_its_record_and_the_next_append_goes_after_it(tmp_path: Path) -> None:
+@pytest.fixture(params=["RWF_APPEND", "O_APPEND"])
+def append_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How records are appended: per write on Linux 4.16+, else by the descriptor's ``O_APPEND``
+    (macOS, older kernels), which a pop's blank turns off for its one write at a place."""
+    if request.param == "O_APPEND":
+        flags = os.O_NONBLOCK | os.O_APPEND
+        monkeypatch.setattr(times_log, "_RWF_APPEND", 0)
+        monkeypatch.setattr(times_log, "_APPEND_FLAGS", flags)
+        monkeypatch.setattr(
+            times_log, "_WRITE_FLAGS", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | flags
+        )
+    elif not times_log._RWF_APPEND:
+        pytest.skip("RWF_APPEND needs Linux 4.16 or later")
+    return str(request.param)
+
+
+def test_a_pop_blanks_its_record_and_the_next_append_goes_after_it(tmp_path: Path, append_mode: str) -> None:
     session = JSONLSession("s", tmp_path)
     first, second = stamped(session, [message(1), message(1)])  # two identical lines
     assert session.pop_item_sync() == message(1)
@@ -554,7 +571,7 @@ def _in_another_process(directory: Path, code: str) -> None:
 )
 @pytest.mark.parametrize("how", ["sync", "async"])
 def test_another_writers_records_are_never_written_over(
-    tmp_path: Path, batched: bool, between: str, how: str
+    tmp_path: Path, batched: bool, between: str, how: str, append_mode: str
 ) -> None:
     ours = JSONLSession("s", tmp_path, durable=False)
 
