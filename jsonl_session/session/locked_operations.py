@@ -112,31 +112,40 @@ class LockedOperations:
     def encode_and_replace_locked(self, fd: int, items: list[Any]) -> None:
         self.replace_locked(fd, encode_items(items))
 
-    def fill_locked(self, fd: int, payload: bytes) -> None:
+    def fill_locked(self, fd: int, payload: bytes, *, stamp: bool = True) -> None:
         """:meth:`replace_locked` for a file that holds nothing (no line, no torn tail): the
         items are appended as ``add_items`` appends them, one write and its ``fdatasync``
         (if durable), without the temporary file, rename and new file id of a rewrite.
 
         Readers that lock see none of it or all of it. A ``kill -9`` in the middle of the write
         can leave its first items, as it can for any ``add_items``; a copy run again completes
-        the file (``transfer.compare``: it is behind).
+        the file (``transfer.compare``: it is behind). ``stamp=False``: see :meth:`replace_locked`.
         """
         self._handle.sync_folder_once()
         storage.write_at_end(fd, payload, 0, durable=self.durable)
         times = self._times
         if times is not None:  # anew: a sidecar a hand-made empty file kept describes nothing here
-            times.rewrite(b"", payload)
+            if stamp:
+                times.rewrite(b"", payload)
+            else:
+                times.close()
 
-    def replace_locked(self, fd: int, payload: bytes) -> None:
+    def replace_locked(self, fd: int, payload: bytes, *, stamp: bool = True) -> None:
+        """Replace the items with ``payload`` (atomically: a rename), their ``.times`` rewritten
+        after them. ``stamp=False``: the caller writes the ``.times`` itself, under the same
+        lock (an import restores the one exported with these very items), so it is not
+        written here first; the log's descriptor is closed, as a rewrite closes it."""
         # A crashed writer's partial line is not an item, so it is not in `payload`: save it
         # to the sidecar first rather than let the rename throw it away.
         self._handle.replaced()  # the next call opens the new file
         storage.repair_tail(fd, self.path, durable=self.durable)
-        times = self._times
+        times = self._times if stamp else None
         before = b"" if times is None else reads.read_range(fd, 0, os.fstat(fd).st_size)
         storage.replace(fd, self.path, payload, durable=self.durable)
         if times is not None:  # after the items: a crash in between leaves the old times, which still match
             times.rewrite(before, payload)
+        elif self._times is not None:
+            self._times.close()
 
 
 @dataclass

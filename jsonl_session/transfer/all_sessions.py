@@ -36,7 +36,7 @@ import stat
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace as with_changes
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ..core import reads, sidecar_files, worker_threads
 from ..core.codec import encode_items, encoding_or_none
@@ -311,13 +311,15 @@ async def _import_from(
             ids = [session_id for session_id in ids if session_id in only]
         known = await read_companions(backend)
         names, files = _listing(directory.directory)
+        redis = backend.flavour == "redis"
+        ahead = _ReadAhead(backend.handle, ids, max(1, concurrency // 2)) if redis else None
 
         async def one(session_id: str) -> Outcome:
             try:
                 metadata: Metadata | None
                 stored: int | None = None
-                if backend.flavour == "redis":
-                    items, metadata, stored = await redis_store.read_session(backend.handle, session_id)
+                if ahead is not None:
+                    items, metadata, stored = await ahead.read(session_id)
                 else:
                     remote = backend.session(session_id)
                     try:
@@ -337,7 +339,6 @@ async def _import_from(
                     metadata or {},
                     replace=replace,
                     existed=name in files,
-                    private=True,
                     listed=sidecar_files.present(name, names),
                     small=stored is not None and stored <= INLINE_BYTES,
                 )
@@ -345,8 +346,56 @@ async def _import_from(
             finally:
                 local.close()
 
-        outcomes = await each(ids, one, progress, concurrency)
+        try:
+            outcomes = await each(ids, one, progress, concurrency)
+        finally:
+            if ahead is not None:
+                await ahead.close()
         return outcomes + [Outcome(shown, "failed", 0, why) for shown, why in foreign]
+
+
+class _ReadAhead:
+    """Redis sessions read ``size`` per round trip (``redis_store.read_sessions``), in the order
+    of ``ids``, the next ``size`` as soon as the first of these is asked for: the import's
+    writes never wait for a read, and the pipeline's fixed cost is paid once per ``size``
+    sessions. Sessions read and not yet written: at most the writes in flight plus ``2 * size``."""
+
+    def __init__(self, client: Any, ids: list[str], size: int) -> None:
+        self._client, self._ids, self._size = client, ids, size
+        self._at = {session_id: n for n, session_id in enumerate(ids)}
+        self._chunks: dict[int, asyncio.Task[list[Any]]] = {}
+        self._left: dict[int, int] = {}
+
+    async def read(self, session_id: str) -> tuple[list[Any], Metadata, int]:
+        """``session_id``'s ``redis_store.read_session``, raised as it would raise; each id once."""
+        n = self._at[session_id]
+        chunk = n // self._size
+        self._start(chunk)
+        self._start(chunk + 1)
+        # Shielded: a caller cancelled must not cancel the read the chunk's others wait for.
+        reads = await asyncio.shield(self._chunks[chunk])
+        self._left[chunk] -= 1
+        if not self._left[chunk]:  # every session of the chunk has its read: let it go
+            del self._chunks[chunk], self._left[chunk]
+        read = reads[n - chunk * self._size]
+        if isinstance(read, Exception):
+            raise read
+        return cast("tuple[list[Any], Metadata, int]", read)
+
+    def _start(self, chunk: int) -> None:
+        first = chunk * self._size
+        if chunk not in self._chunks and first < len(self._ids):
+            ids = self._ids[first : first + self._size]
+            self._chunks[chunk] = asyncio.ensure_future(redis_store.read_sessions(self._client, ids))
+            self._left[chunk] = len(ids)
+
+    async def close(self) -> None:
+        """Cancel the reads nobody waits for (the run stopped): no task is left behind."""
+        pending = list(self._chunks.values())
+        self._chunks.clear()
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _listing(folder: Path) -> tuple[frozenset[str], frozenset[str]]:
@@ -389,53 +438,36 @@ async def import_items(
 
     Encoding, and the read, compare and write under the lock, run in worker threads; the
     lock is waited for on the loop. Items that cannot be written create no file. ``existed``:
-    whether the file was there before (None: look, in the same worker as the encoding). ``private``:
-    ``local`` is this call's own (no descriptor of it in use elsewhere), so when the companion's
-    ``.times`` is the one the file gets, the items are written through a twin that does not
-    stamp a ``.times`` of its own first (a caller's session would keep its open descriptor on
-    the file the twin replaced). ``listed``: the sidecar kinds a listing of the folder found
-    when the run began (None: look for each); a sidecar the companion lacks and the listing
-    did not find is not looked for (``companion.apply_locally``). ``small``: the items are
-    few bytes (``INLINE_BYTES``), encoded on the loop.
+    whether the file was there before (None: look, in the same worker as the encoding).
+    ``private``: no longer used (the items' write went through a twin session when it was
+    ``local``'s own); accepted for the callers that still pass it. ``listed``: the sidecar
+    kinds a listing of the folder found when the run began (None: look for each); a sidecar
+    the companion lacks and the listing did not find is not looked for
+    (``companion.apply_locally``). ``small``: the items are few bytes (``INLINE_BYTES``),
+    encoded on the loop.
     """
+    del private
     metadata = metadata or {}
-    recorded = metadata.get(companion.FILE)
     try:
-        look = (items, recorded is not None, local.path if existed is None else None)
+        look = (items, local.path if existed is None else None)
         if small and existed is not None:
-            payload, digest, there = _digest_and_stat(*look)
+            payload, there = _encode_and_stat(*look)
         else:
-            payload, digest, there = await worker_threads.run(_digest_and_stat, *look)
+            payload, there = await worker_threads.run(_encode_and_stat, *look)
     except ValueError as exc:
         return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
     existed = there if existed is None else existed
-    # The file gets its recorded time back only if it now holds exactly the items exported.
-    as_exported = recorded is not None and recorded.content == digest
-    writer = local
-    if private and as_exported and companion.FILE + TIMES in metadata:
-        writer = JSONLSession(
-            local.session_id,
-            local.directory,
-            durable=local.durable,
-            lock_timeout=local.lock_timeout,
-            timestamps=False,
-        )
     # A new file is created as add_items creates one (a durable create fsyncs its folder) and
     # the items appended to it (``fill_locked``): the SDK's own copy syncs as much, no more.
-    flags = _Flags(replace, existed, as_exported, listed)
-    try:
-        return await writer.locked_in_thread(
-            _import_locked, writer, items, payload, metadata, flags, write=True, create=True
-        )
-    finally:
-        if writer is not local:
-            writer.close()
+    flags = _Flags(replace, existed, listed)
+    return await local.locked_in_thread(
+        _import_locked, local, items, payload, metadata, flags, write=True, create=True
+    )
 
 
-def _digest_and_stat(items: list[Any], digest: bool, path: Path | None) -> tuple[bytes, bytes | None, bool]:
-    """The items encoded, their ``companion.items_digest`` (if asked: encoding and hashing cost
-    about a millisecond per 100 items, not for the loop) and whether ``path`` is a session file
-    (if given).
+def _encode_and_stat(items: list[Any], path: Path | None) -> tuple[bytes, bool]:
+    """The items encoded (about a millisecond per 100 items: not for the loop, unless few) and
+    whether ``path`` is a session file (if given).
 
     Raises ValueError if the items cannot be written exactly.
     """
@@ -446,13 +478,12 @@ def _digest_and_stat(items: list[Any], digest: bool, path: Path | None) -> tuple
             found = stat.S_ISREG(os.lstat(path).st_mode)  # as SessionDirectory.exists: a symlink is not one
         except FileNotFoundError:
             pass
-    return payload, (companion.items_digest(payload, len(items)) if digest else None), found
+    return payload, found
 
 
 class _Flags(NamedTuple):
     replace: bool
     existed: bool
-    as_exported: bool
     listed: frozenset[str] | None
 
 
@@ -460,9 +491,9 @@ def _import_locked(
     fd: int, local: JSONLSession, items: list[Any], payload: bytes, metadata: Metadata, flags: _Flags
 ) -> Outcome:
     """``local``'s rewrite (as ``JSONLSession.rewriting``) to ``items``, already encoded as ``payload``."""
-    replace, existed, as_exported, listed = flags
+    replace, existed, listed = flags
     info = os.fstat(fd)  # the lock is held: its size and mode stay what they are until we write
-    held = reads.read_items(fd, local.path)
+    held = reads.read_items(fd, local.path) if info.st_size else []
     decided = decide(local.session_id, items, held, replace=replace)
     if not decided.write:
         return decided.outcome
@@ -470,13 +501,21 @@ def _import_locked(
     if outcome.status == "skipped" and not items and not existed:
         outcome = Outcome(local.session_id, "copied", 0)  # an empty session, created now
     written = outcome.status != "skipped"
+    # The file gets its recorded time back only if it now holds exactly the items exported:
+    # the SHA-256 that says so is taken here, in the worker (hashlib lets go of the GIL), not
+    # on the loop, where it was a twelfth of an import's time.
+    recorded = metadata.get(companion.FILE)
+    as_exported = recorded is not None and recorded.content == companion.items_digest(payload, len(items))
+    # When the companion's ``.times`` is the one the file gets, the items' write stamps none
+    # of its own first (written, then replaced at once).
+    stamp = not (as_exported and companion.FILE + TIMES in metadata)
     if written:
         companion.set_mode(fd, metadata, info.st_mode)
     rewrite = payload != encoding_or_none(held)  # bytes: 1 vs 1.0 and key order count too
     if rewrite and not held and not info.st_size:
-        local.fill_locked(fd, payload)  # nothing there (a new session): appended, as add_items would
+        local.fill_locked(fd, payload, stamp=stamp)  # nothing there (a new session): as add_items
     elif rewrite:
-        local.replace_locked(fd, payload)
+        local.replace_locked(fd, payload, stamp=stamp)
     # Still under the lock, after the items (whose rewrite rewrites ``.times``): the sidecars.
     # Up to date: only the sidecars this folder lacks are added (its own may be newer).
     wrote = companion.apply_locally(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -25,7 +26,7 @@ from .companion import REDIS_PREFIX, Metadata, from_redis, to_redis
 from .copy_outcome import Outcome, decide
 from .sdk_schema import NotStorable, check_storable, messages_key, session_key, stored_text
 
-__all__ = ["export_one", "read_companion", "read_session"]
+__all__ = ["export_one", "read_companion", "read_session", "read_sessions"]
 
 
 async def export_one(
@@ -148,10 +149,32 @@ async def read_session(client: Any, session_id: str) -> tuple[list[Any], Metadat
     """One session's items, decoded as ``RedisSession.get_items`` decodes them (a corrupted one
     skipped), its companion entries, and the bytes the items were stored as: one round trip,
     where the SDK's call and the companion read took two."""
+    (read,) = await read_sessions(client, [session_id])
+    if isinstance(read, Exception):
+        raise read
+    return read
+
+
+async def read_sessions(
+    client: Any, session_ids: Sequence[str]
+) -> list[tuple[list[Any], Metadata, int] | Exception]:
+    """:func:`read_session` of several sessions in one round trip (a pipeline's fixed cost, in
+    this client's Python, is about a sixth of reading a session of 100 items); a session's own
+    error (a key of another type: ``WRONGTYPE``) is returned in its place, not raised. An error
+    of the connection raises."""
     reads = client.pipeline(transaction=False)
-    reads.lrange(messages_key(session_id), 0, -1)
-    reads.hgetall(REDIS_PREFIX + session_id)
-    raw, fields = await reads.execute()
+    for session_id in session_ids:
+        reads.lrange(messages_key(session_id), 0, -1)
+        reads.hgetall(REDIS_PREFIX + session_id)
+    replies = await reads.execute(raise_on_error=False)
+    found: list[tuple[list[Any], Metadata, int] | Exception] = []
+    for raw, fields in zip(replies[::2], replies[1::2], strict=True):
+        failed = raw if isinstance(raw, Exception) else fields if isinstance(fields, Exception) else None
+        found.append(failed if failed is not None else _session(raw, fields))
+    return found
+
+
+def _session(raw: list[bytes], fields: dict[Any, Any]) -> tuple[list[Any], Metadata, int]:
     # The rows joined by a newline, which no digit run crosses: the session's numbers are
     # checked in one call, where a call per row cost a tenth of the import's loop.
     joined = b"\n".join(raw)
