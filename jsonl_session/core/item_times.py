@@ -18,16 +18,17 @@ rewrites, compaction and hand edits (deleted, re-ordered, changed lines) leave t
 kept items right, and an item whose line matches no record simply has no time.
 
 Times are advisory, so they cost little: no fsync of their own (a power loss can lose the
-newest ones; the items' own fsync is unchanged), one ``pwrite`` per ``add_items`` through a
-descriptor kept open (``times_log.TimesLog``), and any error writing them is swallowed: an
+newest ones; the items' own fsync is unchanged), one write at the end per ``add_items`` through
+a descriptor kept open (``times_log.TimesLog``), and any error writing them is swallowed: an
 append that reached the session is never reported as failed because of its time. A writer
-killed in the middle of that ``pwrite`` leaves a torn record; the strict format (13 digits, a
+killed in the middle of that write leaves a torn record; the strict format (13 digits, a
 space, 8 hex digits; for a batch, a space, 8 hex digits, a space and a count) makes readers
 skip it and anything glued to it, and the next descriptor opened ends it with a newline first.
 What a crash can lose: the times of the items written last.
 
 Removals keep the file in step (``times_log.TimesLog.forget_newest`` for pop and rewind: a pop
-of the item the object added last blanks its record in place; truncation for clear); a rewrite
+of the item the object added last cuts its record off, or for a durable session blanks it in
+place for the next append to write over; truncation for clear); a rewrite
 writes a new file through the one atomic replace (``storage.replace_file``), keeping the times
 of the items it keeps (matched by fingerprint) and stamping new ones now
 (``times_log.TimesLog.rewrite``). Records that match no item any more (a line deleted by hand)

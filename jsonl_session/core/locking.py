@@ -215,11 +215,12 @@ class FileHandle:
         """Inside a write lock, after an append or a pop: the file is ``size`` bytes and ends a line.
 
         :meth:`try_append` then need not read the last byte while nobody changed the file
-        since: the same inode and size, and no modification time after now (the kernel stamps
-        a write with a clock never ahead of ``time.time_ns()``, so a later change shows, unless
-        it comes within the same clock tick, a few ms, and leaves exactly this size). Every
-        write lock forgets it, so a change of this process's own that does not call this (a
-        clear, a rewrite) is never vouched for.
+        since: the same inode and size, and no inode change time after now. The kernel stamps a
+        change with a clock never ahead of ``time.time_ns()``, and nobody can set that time back
+        (``touch`` and ``cp -p`` set the modification time), so a later change shows, unless it
+        comes within the same clock tick (a few ms) and leaves exactly this size. Every write
+        lock forgets it, so a change of this process's own that does not call this (a clear, a
+        rewrite) is never vouched for.
         """
         self._left_size, self._left_ns = size, _time_ns()
 
@@ -254,7 +255,7 @@ class FileHandle:
                 if (now.st_dev, now.st_ino) != self._identity:
                     return False
                 size = now.st_size
-                untouched = size == self._left_size and now.st_mtime_ns <= self._left_ns
+                untouched = size == self._left_size and now.st_ctime_ns <= self._left_ns
                 self._left_size = -1
                 if size and not untouched and os.pread(fd, 1, size - 1) != b"\n":
                     return False

@@ -2,7 +2,7 @@
 
 The format and the readers are :mod:`jsonl_session.core.item_times`; this is what the session's
 writers call under its exclusive lock: :meth:`TimesLog.stamp` after an append (one record, one
-``pwrite``), :meth:`TimesLog.forget_newest` after a pop or rewind, :meth:`TimesLog.clear`, and
+write at the end), :meth:`TimesLog.forget_newest` after a pop or rewind, :meth:`TimesLog.clear`, and
 :meth:`TimesLog.rewrite` after a rewrite. Nothing here raises ``OSError``: times are advisory.
 """
 
@@ -115,15 +115,16 @@ class TimesLog:
         ...     os.write(fd, payload); log.stamp(payload, None, size)
     """
 
-    __slots__ = ("__weakref__", "_end", "_fd", "_last_crc", "_recheck", "path")
+    __slots__ = ("__weakref__", "_blank", "_end", "_fd", "_last_crc", "_recheck", "path")
 
     def __init__(self, session_path: str | os.PathLike[str]) -> None:
         self.path = times_path(session_path)
         self._fd = -1
         self._end = -1  # the session's size after the last change made through this object
-        # If this object's last write was the record of one item, its fingerprint (else -1): a
-        # pop of that item blanks the record, which ends at the descriptor's offset.
+        # If this object's last write was the whole record of one item, its fingerprint (else -1):
+        # a pop of that item drops the record, which ends at the descriptor's offset.
         self._last_crc = -1
+        self._blank = -1  # where this object's last pop blanked a record (-1: none since)
         self._recheck = 0  # the clock (ms) at which an append next checks the descriptor anyway
         close_in_forked_child(self)
 
@@ -152,13 +153,28 @@ class TimesLog:
             # deleted is reopened. An ``rm`` of the sidecar alone costs at most a second of records.
             fd = self._fd
             if not untouched or ms >= self._recheck or fd < 0:
-                fd = self._checked_fd()
+                fd, size = self._checked()
                 self._recheck = ms + _RECHECK_MS
+                blank, self._blank = self._blank, -1
+                if (
+                    blank >= 0
+                    and size == blank + RECORD_BYTES
+                    and size_before == self._end  # and nobody changed the session since that pop
+                    and len(records) == RECORD_BYTES
+                ):
+                    # this object's pop blanked the sidecar's last record: this one goes over it,
+                    # and ends where the blanked one did (the descriptor's offset)
+                    self._write_at(records, blank)
+                    self._last_crc, self._end = crc, size_before + len(payload)
+                    return
+            self._blank = -1
             if _RWF_APPEND:  # _append, written out
-                _pwritev(fd, (records,), -1, _RWF_APPEND)  # type: ignore[misc]
+                written = _pwritev(fd, (records,), -1, _RWF_APPEND)  # type: ignore[misc]
             else:
-                _write(fd, records)
-            self._last_crc = crc
+                written = _write(fd, records)
+            # A record cut short (a full disk) is no record of ours: a pop must not take the 23
+            # bytes before the offset for it.
+            self._last_crc = crc if written == len(records) else -1
             self._end = size_before + len(payload)
         except OSError:
             self.close()  # try again with a fresh descriptor next time
@@ -169,14 +185,20 @@ class TimesLog:
         storage.sync_or_undo(fd, size_before)
         self.stamp(payload, lines, size_before)
 
-    def forget_newest(self, removed: Sequence[Any], size_after: int = -1, session_fd: int = -1) -> None:
+    def forget_newest(
+        self, removed: Sequence[Any], size_after: int = -1, session_fd: int = -1, *, durable: bool = True
+    ) -> None:
         """Drop the records of items just removed from the end (pop, rewind), newest last.
 
         The records at the end of the sidecar that match the removed items (their lines as
         written, so hand-written ones have none) are cut off; anything else is left alone. A
         batch record that loses only its newest lines is replaced by one for the lines it keeps
         (the session's newest line is read for its fingerprint: ``session_fd``, else the file).
-        ``size_after`` is the session's size now (-1: unknown).
+        ``size_after`` is the session's size now (-1: unknown). The record of the item this
+        object added last, if it is still the sidecar's last, goes without being read back: cut
+        off, or for a ``durable`` session (which fsyncs its writes) blanked in place, and the next
+        append writes over the blank (an ext4 truncate cost a durable pop ~40 µs: its
+        ``fdatasync`` commits the truncate too).
         """
         import orjson  # here: `ls` imports this module and never pops
 
@@ -186,17 +208,14 @@ class TimesLog:
             except TypeError:
                 line = b""
             if size_after + len(line) + 1 == self._end and _crc32(line) == self._last_crc:
-                # The item this object added last: if its record is still the sidecar's last, it
-                # is blanked in place, not read back and cut: an ext4 truncate cost a durable pop
-                # ~40 µs, and the next append as much again. The blank stays, a line that is no record.
                 try:
-                    if self._blank_own_last_record():
+                    if self._drop_own_last_record(durable):
                         self._end, self._last_crc = size_after, -1
                         return
                 except OSError:
                     self.close()
                     return
-        self._last_crc = -1
+        self._last_crc = self._blank = -1
         crcs = []
         for item in removed:
             try:
@@ -237,28 +256,41 @@ class TimesLog:
         except OSError:
             self.close()
 
-    def _blank_own_last_record(self) -> bool:
-        """Blank this object's last record if it is still the sidecar's end; False if it is not.
+    def _drop_own_last_record(self, durable: bool) -> bool:
+        """Cut off (or, ``durable``, blank) this object's last record if it is still the sidecar's
+        end; False if it is not.
 
-        The descriptor's offset is where that record ended (:func:`_append` leaves it there;
-        nothing else here moves it).
+        The descriptor's offset is where that record ended (:func:`_append` leaves it there, a
+        write over a blank ends there too; nothing else here moves it).
         """
         fd = self._fd
         end = os.lseek(fd, 0, os.SEEK_CUR)
         info = os.fstat(fd)
         if not info.st_nlink or info.st_size != end or end < RECORD_BYTES:
             return False
+        start = end - RECORD_BYTES
+        if durable:
+            self._write_at(_BLANK, start)
+            self._blank = start  # the next append writes over it, if it is still the end
+        else:
+            os.ftruncate(fd, start)  # the offset stays past the end: the next pop reads the end again
+        return True
+
+    def _write_at(self, data: bytes, offset: int) -> None:
+        """A write at ``offset``, not at the end (where every other write here goes)."""
+        fd = self._fd
         if _RWF_APPEND:
-            _pwrite(fd, _BLANK, end - RECORD_BYTES)
-            return True
+            _pwrite(fd, data, offset)
+            return
         import fcntl  # here: `ls` imports this module and never pops
 
-        fcntl.fcntl(fd, fcntl.F_SETFL, _APPEND_FLAGS & ~os.O_APPEND)  # a write at a place
         try:
-            _pwrite(fd, _BLANK, end - RECORD_BYTES)
-        finally:
-            fcntl.fcntl(fd, fcntl.F_SETFL, _APPEND_FLAGS)  # if this fails, the caller closes it
-        return True
+            fcntl.fcntl(fd, fcntl.F_SETFL, _APPEND_FLAGS & ~os.O_APPEND)
+            _pwrite(fd, data, offset)
+            fcntl.fcntl(fd, fcntl.F_SETFL, _APPEND_FLAGS)
+        except BaseException:
+            self.close()  # O_APPEND may be off: never append through this descriptor again
+            raise
 
     def _kept_part(self, ms: int, first: int, count: int, session_fd: int, size: int) -> bytes:
         """The record of a batch's oldest ``count`` lines, now the session's newest (b"": unknown)."""
@@ -280,7 +312,7 @@ class TimesLog:
 
     def clear(self) -> None:
         """Empty the sidecar (``clear_session``), if there is one."""
-        self._last_crc = -1
+        self._last_crc = self._blank = -1
         try:
             fd, size = self._current()
             if size:
@@ -332,7 +364,7 @@ class TimesLog:
 
     def close(self) -> None:
         """Close the descriptor (it is reopened when needed)."""
-        self._end = self._last_crc = -1
+        self._end = self._last_crc = self._blank = -1
         fd, self._fd = self._fd, -1
         if fd >= 0:
             try:
@@ -362,12 +394,15 @@ class TimesLog:
         fd = self._open()
         return fd, os.fstat(fd).st_size
 
-    def _checked_fd(self) -> int:
-        """The descriptor, reopened if the sidecar was replaced or deleted since it was opened."""
+    def _checked(self) -> tuple[int, int]:
+        """The descriptor (reopened if the sidecar was replaced or deleted) and its size."""
         fd = self._fd
-        if fd >= 0 and os.fstat(fd).st_nlink:
-            return fd
-        return self._open()
+        if fd >= 0:
+            info = os.fstat(fd)
+            if info.st_nlink:
+                return fd, info.st_size
+        fd = self._open()
+        return fd, os.fstat(fd).st_size
 
     def _open(self) -> int:
         self.close()

@@ -441,7 +441,7 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
         item, size = storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
         if item is not None:
             if self._times is not None:
-                self._times.forget_newest([item], size, fd)
+                self._times.forget_newest([item], size, fd, durable=self.durable)
             self._handle.left_as(size)  # cut at a line's start: the next append need not look
         return item
 

@@ -526,17 +526,20 @@ def append_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     return str(request.param)
 
 
-def test_a_pop_blanks_its_record_and_the_next_append_goes_after_it(tmp_path: Path, append_mode: str) -> None:
-    session = JSONLSession("s", tmp_path)
+def test_a_pop_blanks_its_record_and_the_next_append_writes_over_it(tmp_path: Path, append_mode: str) -> None:
+    session = JSONLSession("s", tmp_path)  # durable: its pop blanks, for a truncate costs its fsync more
     first, second = stamped(session, [message(1), message(1)])  # two identical lines
     assert session.pop_item_sync() == message(1)
     data = sidecar(session).read_bytes()
     assert len(data) == 2 * item_times.RECORD_BYTES and data.splitlines()[-1].strip() == b""  # blanked
     assert times_of(session) == [first]  # the identical line left keeps its own time, not the popped one's
     [third] = stamped(session, [message(3)])
-    lines = sidecar(session).read_bytes().splitlines()
-    assert len(lines) == 3 and lines[1].strip() == b""  # appended: the blank stays, a line that is no record
+    assert len(sidecar(session).read_bytes()) == 2 * item_times.RECORD_BYTES  # written over the blank
     assert times_of(session) == [first, third] and third > second
+    for _ in range(3):  # and again: blanks never pile up
+        session.pop_item_sync()
+        stamped(session, [message(3)], pause=0)
+    assert len(sidecar(session).read_bytes()) == 2 * item_times.RECORD_BYTES
     # a pop, then another writer's append: the blank stays between, a line that is no record
     session.pop_item_sync()
     [later] = stamped(JSONLSession("s", tmp_path), [message(4)])
@@ -545,6 +548,20 @@ def test_a_pop_blanks_its_record_and_the_next_append_goes_after_it(tmp_path: Pat
     # and this object, whose sidecar end is stale now, appends after it
     [last] = stamped(session, [message(5)])
     assert times_of(session) == [first, later, last]
+
+
+def test_a_pop_without_fsync_cuts_its_record_off(tmp_path: Path, append_mode: str) -> None:
+    session = JSONLSession("s", tmp_path, durable=False)
+
+    async def main() -> None:
+        await session.add_items([message(1)])
+        for n in range(2, 50):  # an answer regenerated again and again
+            await session.add_items([message(n)])
+            assert await session.pop_item() == message(n)
+
+    asyncio.run(main())
+    assert len(sidecar(session).read_bytes()) == item_times.RECORD_BYTES
+    assert None not in times_of(session)
 
 
 def _in_another_process(directory: Path, code: str) -> None:
