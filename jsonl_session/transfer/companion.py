@@ -173,12 +173,14 @@ def _write_new_times(target: Path, entry: Entry) -> bool:
     import of an exported session sync three files where the SDK's own copy syncs one.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    mode = entry.mode & 0o777
     try:
-        fd = os.open(target, flags, 0o600)
+        fd = os.open(target, flags, mode)  # created with its mode: no fchmod, a journaled change
     except FileExistsError:
         return False
     try:
-        os.fchmod(fd, entry.mode & 0o777)
+        if stat.S_IMODE(os.fstat(fd).st_mode) != mode:  # the umask took bits away: put them back
+            os.fchmod(fd, mode)
         storage.write_at_end(fd, entry.content, 0, durable=False)
     except BaseException:
         os.unlink(target)

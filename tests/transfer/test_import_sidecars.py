@@ -78,3 +78,30 @@ def test_a_session_exported_without_times_comes_back_without_times(tmp_path: Pat
     assert [o.status for o in outcomes] == ["copied"]
     assert (back / "untimed.jsonl").read_bytes() == (folder / "untimed.jsonl").read_bytes()
     assert not (back / "untimed.jsonl.times").exists()
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o600, 0o400])
+def test_a_times_sidecar_made_anew_gets_its_recorded_mode_whatever_the_umask(
+    tmp_path: Path, mode: int
+) -> None:
+    """The companion's ``.times`` is created with its recorded mode (no ``fchmod`` after, a
+    journaled change that cost the import 8 % against the SDK's copy); where the umask takes
+    bits away, they are put back."""
+    import os
+    import stat
+
+    from jsonl_session.core.names import TIMES
+    from jsonl_session.transfer.all_sessions import import_items
+    from jsonl_session.transfer.companion import FILE, Entry
+
+    record = b"0000000000001 00000000\n"
+    metadata = {FILE + TIMES: Entry(record, mode, 1_000_000_000)}
+    before = os.umask(0o077)
+    try:
+        outcome = asyncio.run(import_items(JSONLSession("s", tmp_path), [{"n": 1}], metadata, existed=False))
+    finally:
+        os.umask(before)
+    assert outcome.status == "copied"
+    times = tmp_path / ("s.jsonl" + TIMES)
+    assert stat.S_IMODE(times.stat().st_mode) == mode
+    assert times.read_bytes() == record and times.stat().st_mtime_ns == 1_000_000_000
