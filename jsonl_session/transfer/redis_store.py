@@ -170,7 +170,13 @@ async def read_sessions(
     found: list[tuple[list[Any], Metadata, int] | Exception] = []
     for raw, fields in zip(replies[::2], replies[1::2], strict=True):
         failed = raw if isinstance(raw, Exception) else fields if isinstance(fields, Exception) else None
-        found.append(failed if failed is not None else _session(raw, fields))
+        if failed is None:
+            try:
+                found.append(_session(raw, fields))
+            except Exception as exc:  # noqa: BLE001  (what one session holds is its failure alone)
+                found.append(exc)
+        else:
+            found.append(failed)
     return found
 
 

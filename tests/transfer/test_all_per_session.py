@@ -153,6 +153,36 @@ def test_foreign_redis_keys_fail_alone_and_the_import_goes_on(
     assert again.err.splitlines()[-1].endswith("; 0 appended (0 items), 3 up to date, 0 differ, 4 failed")
 
 
+def test_a_hostile_companion_hash_fails_its_own_session_alone(
+    redis_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Sessions are read several per round trip (``redis_store.read_sessions``): one whose
+    companion hash cannot be read (a field name that is not UTF-8) must not fail the others
+    read with it."""
+    import redis
+
+    from jsonl_session.transfer.companion import REDIS_PREFIX
+
+    flush_redis(redis_url)
+    source = tmp_path / "source"
+    make_folder(source, 6)
+    assert in_process(capsys, source, "export", "--all", "--to", redis_url).code == 0
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.hset(REDIS_PREFIX.encode() + b"s002", b"\xff\xfe", b"x")
+    finally:
+        client.close()
+    back = tmp_path / "back"
+    done = in_process(capsys, back, "import", redis_url, "--all")
+    lines = done.err.splitlines()
+    assert done.code == 1
+    assert lines[-1].endswith(", 1 failed"), lines
+    assert [line.split(":")[0] for line in lines[:-1]] == ["s002"], lines
+    assert sorted(files(back)) == ["s000", "s001", "s003", "s004", "s005"]
+
+
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
