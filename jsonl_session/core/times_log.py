@@ -153,7 +153,7 @@ class TimesLog:
             # deleted is reopened. An ``rm`` of the sidecar alone costs at most a second of records.
             fd = self._fd
             if not untouched or ms >= self._recheck or fd < 0:
-                fd, size = self._checked()
+                fd, size = self._current(create=True)
                 self._recheck = ms + _RECHECK_MS
                 blank, self._blank = self._blank, -1
                 if (
@@ -378,29 +378,17 @@ class TimesLog:
     def __del__(self) -> None:
         self.close()
 
-    def _current(self) -> tuple[int, int]:
-        """The open sidecar (reopened if it was replaced or deleted) and its size; (-1, 0) if there is none.
-
-        Removals use it: they never create a sidecar.
-        """
+    def _current(self, *, create: bool = False) -> tuple[int, int]:
+        """The open sidecar (reopened if it was replaced or deleted) and its size; (-1, 0) if there
+        is none and not ``create``: removals never create a sidecar, appends do."""
         fd = self._fd
         if fd >= 0:
             info = os.fstat(fd)
             if info.st_nlink:
                 return fd, info.st_size
-        if not os.path.lexists(self.path):
+        if not create and not os.path.lexists(self.path):
             self.close()
             return -1, 0
-        fd = self._open()
-        return fd, os.fstat(fd).st_size
-
-    def _checked(self) -> tuple[int, int]:
-        """The descriptor (reopened if the sidecar was replaced or deleted) and its size."""
-        fd = self._fd
-        if fd >= 0:
-            info = os.fstat(fd)
-            if info.st_nlink:
-                return fd, info.st_size
         fd = self._open()
         return fd, os.fstat(fd).st_size
 

@@ -9,7 +9,10 @@ said nothing of the metadata it leaves behind; a password in the URL's query was
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import flush_redis
@@ -120,25 +123,34 @@ def test_foreign_sqlite_rows_fail_alone_and_the_import_goes_on(
     assert again.err.splitlines()[-1].endswith("; 0 appended (0 items), 3 up to date, 0 differ, 3 failed")
 
 
+@contextmanager
+def redis_after_export(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], count: int
+) -> Iterator[Any]:
+    """A client of a Redis holding ``count`` sessions (``s000``...) exported from a folder, to spoil."""
+    import redis
+
+    flush_redis(redis_url)
+    source = tmp_path / "source"
+    make_folder(source, count)
+    assert in_process(capsys, source, "export", "--all", "--to", redis_url).code == 0
+    client = redis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
 def test_foreign_redis_keys_fail_alone_and_the_import_goes_on(
     redis_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import redis
-
-    flush_redis(redis_url)
-    source = tmp_path / "source"
-    make_folder(source, 3)
-    assert in_process(capsys, source, "export", "--all", "--to", redis_url).code == 0
-    client = redis.Redis.from_url(redis_url)
-    try:
+    with redis_after_export(redis_url, tmp_path, capsys, 3) as client:
         client.rpush(b"agents:session:\xff\xfe:messages", b"{}")  # not UTF-8
         client.rpush(b"agents:session::messages", b"{}")  # an empty id
         client.rpush(b"agents:session:" + b"y" * 400 + b":messages", b"{}")  # too long for a file name
         client.set(b"agents:session:wrongtype:messages", b"a string, not a list")
-    finally:
-        client.close()
     back = tmp_path / "back"
     first = in_process(capsys, back, "import", redis_url, "--all")
     lines = first.err.splitlines()
@@ -161,19 +173,10 @@ def test_a_hostile_companion_hash_fails_its_own_session_alone(
     """Sessions are read several per round trip (``redis_store.read_sessions``): one whose
     companion hash cannot be read (a field name that is not UTF-8) must not fail the others
     read with it."""
-    import redis
-
     from jsonl_session.transfer.companion import REDIS_PREFIX
 
-    flush_redis(redis_url)
-    source = tmp_path / "source"
-    make_folder(source, 6)
-    assert in_process(capsys, source, "export", "--all", "--to", redis_url).code == 0
-    client = redis.Redis.from_url(redis_url)
-    try:
+    with redis_after_export(redis_url, tmp_path, capsys, 6) as client:
         client.hset(REDIS_PREFIX.encode() + b"s002", b"\xff\xfe", b"x")
-    finally:
-        client.close()
     back = tmp_path / "back"
     done = in_process(capsys, back, "import", redis_url, "--all")
     lines = done.err.splitlines()
