@@ -132,6 +132,35 @@ def _create(path: StrPath, *, durable: bool) -> int:
     return fd
 
 
+def create_new(path: StrPath, *, durable: bool) -> bool:
+    """Create the session file at ``path``, owner-only and empty (its folder too, if missing),
+    for a caller whose listing of the folder, a moment before, found neither it nor any sidecar
+    of its name; False, and nothing done, if the file is there by now.
+
+    No sidecar is unlinked (:func:`forget_previous_owner`: an ``unlink`` per kind, each taking
+    the folder's lock, which every create in the folder waits for): a sidecar made since that
+    listing comes from a writer of this very session, as if made after this call. The file's
+    name is not fsynced here: the first durable write does it (``FileHandle.sync_folder_once``:
+    the handle opens a file it did not create), and a caller that writes nothing syncs it
+    itself (:func:`fsync_directory`). A folder made here is durable if ``durable``.
+    """
+    flags = _WRITE_FLAGS | os.O_CREAT | os.O_EXCL
+    try:
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:  # no folder yet
+            from pathlib import Path
+
+            make_private_directories(Path(path).parent, durable=durable)
+            fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise _explain_open_error(path, exc) from None
+    os.close(fd)
+    return True
+
+
 def make_private_directories(directory: Path, *, durable: bool) -> None:
     """Create ``directory`` and any missing parents, each 0700, and make their entries durable.
 

@@ -36,11 +36,11 @@ import stat
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace as with_changes
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
-from ..core import reads, sidecar_files, worker_threads
+from ..core import reads, safe_open, sidecar_files, worker_threads
 from ..core.codec import encode_items, encoding_or_none
-from ..core.errors import JSONLSessionError
+from ..core.errors import JSONLSessionError, LockTimeout
 from ..core.locking import MISSING
 from ..core.names import TIMES
 from ..session.folder import SessionDirectory
@@ -67,6 +67,8 @@ __all__ = [
     "read_local",
     "read_locked_job",
 ]
+
+T = TypeVar("T")
 
 CONCURRENCY = 8
 """Sessions (or batches of sessions) copied at once: enough to hide a network round trip."""
@@ -227,7 +229,7 @@ async def _read_storable(
     return Outcome(session_id, "failed", 0, why) if why else await read_local(directory, session_id)
 
 
-async def _per_session(session_id: str, work: Awaitable[Outcome]) -> Outcome:
+async def _per_session(session_id: str, work: Awaitable[T]) -> T | Outcome:
     """``work``'s outcome, or ``failed`` if it raised an error about this session's data.
 
     A backend's complaint about one key or row (Redis ``WRONGTYPE``, an item that is not JSON)
@@ -333,14 +335,19 @@ async def _import_from(
             local = directory.open(session_id)
             try:
                 name = local.path.name
+                listed = sidecar_files.present(name, names)
+                small = stored is not None and stored <= INLINE_BYTES
+                existed: bool | None = name in files
+                if name not in names and not listed:  # new here: neither the file nor a sidecar
+                    local.lock_timeout = 0  # the worker never waits for the lock: the loop does
+                    new = _import_new(local, items, metadata or {}, replace, small)
+                    created = await _per_session(session_id, new)
+                    if created is not None:
+                        return created
+                    local.lock_timeout = directory.lock_timeout
+                    existed = None  # made since the listing, or locked: the usual way, looking
                 work = import_items(
-                    local,
-                    items,
-                    metadata or {},
-                    replace=replace,
-                    existed=name in files,
-                    listed=sidecar_files.present(name, names),
-                    small=stored is not None and stored <= INLINE_BYTES,
+                    local, items, metadata or {}, replace=replace, existed=existed, listed=listed, small=small
                 )
                 return await _per_session(session_id, work)
             finally:
@@ -463,6 +470,48 @@ async def import_items(
     return await local.locked_in_thread(
         _import_locked, local, items, payload, metadata, flags, write=True, create=True
     )
+
+
+async def _import_new(
+    local: JSONLSession, items: list[Any], metadata: Metadata, replace: bool, small: bool
+) -> Outcome | None:
+    """:func:`import_items` of a session of which the run's listing found neither the file nor
+    a sidecar, in one hop to a worker (the usual way takes two: the create, then the locked
+    work), which creates the file without unlinking sidecars (``safe_open.create_new``: six
+    system calls fewer, each holding the folder's lock, that the SDK's own copy makes), locks
+    it without waiting (``local``'s ``lock_timeout`` is 0) and writes it. None, and nothing
+    written, if the file is there by now or its lock is held elsewhere: the caller then goes
+    the usual way, which waits on the loop."""
+    try:
+        payload = encode_items(items) if small else None
+    except ValueError as exc:
+        return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
+    work = (local, items, payload, metadata, _Flags(replace, False, frozenset()))
+    done: Outcome | None = await worker_threads.run(_create_and_import, *work)
+    return done
+
+
+def _create_and_import(
+    local: JSONLSession, items: list[Any], payload: bytes | None, metadata: Metadata, flags: _Flags
+) -> Outcome | None:
+    """:func:`_import_new`'s worker."""
+    if payload is None:
+        try:
+            payload = encode_items(items)
+        except ValueError as exc:  # before any file is made
+            return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
+    path = local.path
+    if not safe_open.create_new(path, durable=local.durable):
+        return None
+    if not payload and local.durable:  # no write will sync the new name (``fill_locked`` does)
+        safe_open.fsync_directory(path.parent)
+    try:
+        with local.locked(write=True, create=False) as fd:
+            if fd == MISSING:
+                return None  # removed as soon as made: the usual way decides
+            return _import_locked(fd, local, items, payload, metadata, flags)
+    except LockTimeout:
+        return None
 
 
 def _encode_and_stat(items: list[Any], path: Path | None) -> tuple[bytes, bool]:

@@ -107,3 +107,60 @@ def test_an_item_no_line_can_hold_fails_its_session_before_any_file_is_made(
     assert (outcomes["big"].status, outcomes["big"].items) == ("failed", 1)
     assert outcomes["big"].detail.endswith("; nothing imported") and not (back / "big.jsonl").exists()
     assert outcomes["fine"].status == "copied" and (back / "fine.jsonl").read_bytes() == b'{"n":1}\n'
+
+
+def test_a_session_new_to_the_folder_is_created_without_unlinking_sidecars_and_its_name_synced(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """A file the library creates drops the sidecars a deleted namesake left: one ``unlink`` per
+    kind, each taking the folder's lock, which every create in the folder waits for; the SDK's
+    own copy pays them too. An import lists the destination folder once: a session of which that
+    listing found neither the file nor a sidecar is created without them (a sidecar made since
+    comes from a writer of this very session), and its name is still made durable once, the
+    empty session's too, which no write syncs. Where the listing found a namesake's sidecar, it
+    goes (``test_import_sidecars.py``)."""
+    strace = strace_or_skip()
+    flush_redis(redis_url)
+    folder, back = tmp_path / "sessions", tmp_path / "back"
+    make_folder(folder, 2)
+    (folder / "empty.jsonl").write_bytes(b"")
+    outcomes = asyncio.run(export_all(SessionDirectory(folder), redis_url))
+    assert {o.status for o in outcomes} == {"copied"}
+    back.mkdir()
+    log = tmp_path / "strace.log"
+    done = subprocess.run(
+        [strace, "-f", "-qq", "-y", "-o", str(log), "-e", "trace=openat,unlink,unlinkat,fsync,fdatasync",
+         sys.executable, "-m", "jsonl_session", "import", redis_url, "--all", "--dir", str(back)],
+        capture_output=True, text=True, timeout=120, check=False, env=cli_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in log.read_text().splitlines() if str(back) in line]
+    assert not [line for line in lines if re.search(r"\bunlink(?:at)?\(", line)]
+    created = Counter(
+        Path(found.group(1)).name
+        for line in lines
+        if "O_CREAT" in line and (found := re.search(r'openat\([^"]*"([^"]+)"', line))
+    )
+    made = ["s000.jsonl", "s000.jsonl.times", "s001.jsonl", "s001.jsonl.times", "empty.jsonl"]
+    assert created == Counter(made)  # each once
+    synced_folder = re.compile(rf"f(?:data)?sync\(\d+<{re.escape(str(back))}>")
+    assert len([line for line in lines if synced_folder.search(line)]) == 3
+    assert files_of(back) == files_of(folder)
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def test_a_file_made_after_the_listing_is_left_to_the_usual_way(tmp_path: Path) -> None:
+    """The one-hop import of a session new to the folder writes nothing when the file is there
+    by now (made since the run listed the folder): the usual way then compares with it."""
+    from jsonl_session import JSONLSession
+    from jsonl_session.transfer.all_sessions import _import_new, import_items
+
+    JSONLSession("s", tmp_path).add_items_sync([{"n": 0}])
+    local = JSONLSession("s", tmp_path, lock_timeout=0)
+    assert asyncio.run(_import_new(local, [{"n": 0}, {"n": 1}], {}, False, True)) is None
+    assert (tmp_path / "s.jsonl").read_bytes() == b'{"n":0}\n'
+    outcome = asyncio.run(import_items(local, [{"n": 0}, {"n": 1}], {}, existed=None))
+    assert (outcome.status, (tmp_path / "s.jsonl").read_bytes()) == ("appended", b'{"n":0}\n{"n":1}\n')
