@@ -477,7 +477,7 @@ async def _import_new(
 ) -> Outcome | None:
     """:func:`import_items` of a session of which the run's listing found neither the file nor
     a sidecar, in one hop to a worker (the usual way takes two: the create, then the locked
-    work), which creates the file without unlinking sidecars (``safe_open.create_new``: six
+    work), which creates the file without unlinking sidecars (``core.safe_open.create_new``: six
     system calls fewer, each holding the folder's lock, that the SDK's own copy makes), locks
     it without waiting (``local``'s ``lock_timeout`` is 0) and writes it. None, and nothing
     written, if the file is there by now or its lock is held elsewhere: the caller then goes
