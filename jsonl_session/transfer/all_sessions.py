@@ -512,6 +512,8 @@ def _create_and_import(
             return _import_locked(fd, local, items, payload, metadata, flags)
     except LockTimeout:
         return None
+    finally:
+        local.close()  # also here: a caller cancelled meanwhile closed it before this opened it
 
 
 def _encode_and_stat(items: list[Any], path: Path | None) -> tuple[bytes, bool]:
