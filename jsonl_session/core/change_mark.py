@@ -8,7 +8,7 @@ attribute ``user.jsonl_session.mark`` of 16 bytes:
 * bytes 0-7, the *file id*: random, written on each new file (the temporary copy that
   ``replace`` renames over the session; the first append to a file without a mark). A new
   file whose inode number is an old one's (ext4 reuses freed numbers at once) still differs;
-* bytes 8-15, the *generation*: new random bytes on every ``pop`` and ``clear``.
+* bytes 8-15, the *generation*: new on every ``pop`` and ``clear`` (a random start per process).
 
 A follower that finds the same inode and the same mark knows only appends happened, and
 reads only the new bytes. Anything else (no mark, another mark, another inode) makes it
@@ -30,6 +30,33 @@ _UNSUPPORTED = (errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM, errno.EACCES, errn
 _getxattr = getattr(os, "getxattr", None)  # Linux only; elsewhere there are no marks
 _setxattr = getattr(os, "setxattr", None)
 _removexattr = getattr(os, "removexattr", None)
+
+
+_generation = 0  # the last generation this process wrote; 0: none yet (a forked child starts afresh)
+_STEP = 0x9E3779B97F4A7C15  # odd, so 2**64 steps pass before a generation comes back
+_MASK = (1 << 64) - 1
+
+
+def _new_generation() -> bytes:
+    """A generation no earlier mark of this process had: a random start, then fixed steps.
+
+    Not ``os.urandom`` per mark: a durable pop marks the file just after its worker thread
+    wakes, where each system call costs ~3-5 µs (``benchmarks/run.py``). Another process starts
+    from its own random point, so it repeats a generation of this one with odds of 2**-64.
+    """
+    global _generation
+    if not _generation:
+        _generation = int.from_bytes(os.urandom(8), "little") | 1
+    _generation = (_generation + _STEP) & _MASK
+    return _generation.to_bytes(8, "little")
+
+
+def _start_afresh() -> None:
+    global _generation
+    _generation = 0  # else parent and child would write the same generations
+
+
+os.register_at_fork(after_in_child=_start_afresh)
 
 
 def read(fd: int) -> bytes | None:
@@ -54,11 +81,17 @@ def ensure(fd: int) -> None:
         new_file(fd)
 
 
-def bump(fd: int) -> None:
-    """Record a change other than an append (pop, clear): same file id, new generation."""
-    current = read(fd)
-    file_id = current[:8] if current is not None else os.urandom(8)
-    _write(fd, file_id + os.urandom(SIZE - 8))
+def bump(fd: int, file_id: bytes | None = None) -> bytes:
+    """Record a change other than an append (pop, clear): same file id, new generation.
+
+    Returns the file id, which only a new file changes: a caller that keeps the file open
+    passes it back next time (``FileHandle.bump_mark``), and the mark is not read again.
+    """
+    if file_id is None:
+        current = read(fd)
+        file_id = current[:8] if current is not None else os.urandom(8)
+    _write(fd, file_id + _new_generation())
+    return file_id
 
 
 def _write(fd: int, value: bytes) -> None:

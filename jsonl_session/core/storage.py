@@ -102,14 +102,22 @@ def _undo_append(fd: int, size_before: int) -> None:
         pass
 
 
-def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> tuple[Any, int]:
+def pop(
+    fd: int,
+    path: Path,
+    *,
+    durable: bool,
+    size: int | None = None,
+    bump: Callable[[int], object] = change_mark.bump,
+) -> tuple[Any, int]:
     """Remove the newest item by truncating to the start of its line: the item (None when there
-    is none) and the file's size now."""
+    is none) and the file's size now. ``bump`` marks the change (``FileHandle.bump_mark``
+    knows the file id already)."""
     if size is None:
         size = os.fstat(fd).st_size
     if not size:
         return None, 0
-    change_mark.bump(fd)  # before the cut: followers must not take what follows for appends
+    bump(fd)  # before the cut: followers must not take what follows for appends
     # The common case in one read: the file ends with a newline, and the block holds the whole
     # last line and the newline before it (a first line, which may start with a BOM, takes the
     # general path). Its bytes are also what a durable cut keeps to put back: no second read.
@@ -140,7 +148,14 @@ def pop(fd: int, path: Path, *, durable: bool, size: int | None = None) -> tuple
     return item, offset
 
 
-def clear(fd: int, path: Path, *, durable: bool, size: int | None = None) -> None:
+def clear(
+    fd: int,
+    path: Path,
+    *,
+    durable: bool,
+    size: int | None = None,
+    bump: Callable[[int], object] = change_mark.bump,
+) -> None:
     """Empty the file in place (it stays, so watchers and git see an empty session).
 
     A torn tail is moved to the sidecar first: clearing removes items, not evidence.
@@ -149,7 +164,7 @@ def clear(fd: int, path: Path, *, durable: bool, size: int | None = None) -> Non
         size = os.fstat(fd).st_size
     if size:
         repair_tail(fd, path, durable=durable, size=size)
-        change_mark.bump(fd)
+        bump(fd)
         _truncate(fd, path, 0, durable=durable)
 
 

@@ -115,7 +115,7 @@ class TimesLog:
         ...     os.write(fd, payload); log.stamp(payload, None, size)
     """
 
-    __slots__ = ("__weakref__", "_blank", "_end", "_fd", "_last_crc", "_recheck", "path")
+    __slots__ = ("__weakref__", "_blank", "_end", "_fd", "_last_crc", "_last_end", "_recheck", "path")
 
     def __init__(self, session_path: str | os.PathLike[str]) -> None:
         self.path = times_path(session_path)
@@ -124,6 +124,8 @@ class TimesLog:
         # If this object's last write was the whole record of one item, its fingerprint (else -1):
         # a pop of that item drops the record, which ends at the descriptor's offset.
         self._last_crc = -1
+        # Where that record ends, when known without asking (-1: the descriptor's offset says).
+        self._last_end = -1
         self._blank = -1  # where this object's last pop blanked a record (-1: none since)
         self._recheck = 0  # the clock (ms) at which an append next checks the descriptor anyway
         close_in_forked_child(self)
@@ -165,8 +167,12 @@ class TimesLog:
                     # this object's pop blanked the sidecar's last record: this one goes over it,
                     # and ends where the blanked one did (the descriptor's offset)
                     self._write_at(records, blank)
-                    self._last_crc, self._end = crc, size_before + len(payload)
+                    self._last_crc, self._last_end, self._end = crc, size, size_before + len(payload)
                     return
+                # Appended at ``size``, the end: every writer of the sidecar holds the session's lock.
+                self._last_end = size + len(records)
+            else:
+                self._last_end = -1
             self._blank = -1
             if _RWF_APPEND:  # _append, written out
                 written = _pwritev(fd, (records,), -1, _RWF_APPEND)  # type: ignore[misc]
@@ -260,13 +266,17 @@ class TimesLog:
         """Cut off (or, ``durable``, blank) this object's last record if it is still the sidecar's
         end; False if it is not.
 
-        The descriptor's offset is where that record ended (:func:`_append` leaves it there, a
-        write over a blank ends there too; nothing else here moves it).
+        That record ends where :meth:`stamp` computed, or else at the descriptor's offset
+        (:func:`_append` leaves it there, a write over a blank ends there too; the size check
+        below moves it only when it fails, and then the caller forgets that record): one system
+        call fewer for a durable session, whose appends look at the size.
         """
         fd = self._fd
-        end = os.lseek(fd, 0, os.SEEK_CUR)
-        info = os.fstat(fd)
-        if not info.st_nlink or info.st_size != end or end < RECORD_BYTES:
+        end = self._last_end if self._last_end >= 0 else os.lseek(fd, 0, os.SEEK_CUR)
+        # The size by ``lseek``, not ``fstat``: a look at the times makes the kernel give the next
+        # write a fine-grained one, a journaled inode change (~3 µs of a durable pop). A sidecar
+        # deleted meanwhile gets its blank or cut unseen: it is gone anyway.
+        if os.lseek(fd, 0, os.SEEK_END) != end or end < RECORD_BYTES:
             return False
         start = end - RECORD_BYTES
         if durable:

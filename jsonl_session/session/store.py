@@ -437,18 +437,22 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
     def _pop(self, fd: int) -> Any:
         if fd == MISSING:
             return None
-        self._handle.sync_folder_once()
-        item, size = storage.pop(fd, self.path, durable=self.durable, size=self._handle.size)
+        handle = self._handle
+        durable = handle.durable  # not the property: a durable pop runs this in a cold worker thread
+        if handle.folder_unsynced:
+            handle.sync_folder_once()
+        item, size = storage.pop(fd, self.path, durable=durable, size=handle.size, bump=handle.bump_mark)
         if item is not None:
             if self._times is not None:
-                self._times.forget_newest([item], size, fd, durable=self.durable)
-            self._handle.left_as(size)  # cut at a line's start: the next append need not look
+                self._times.forget_newest([item], size, fd, durable=durable)
+            handle.left_as(size)  # cut at a line's start: the next append need not look
         return item
 
     def _clear(self, fd: int) -> None:
         if fd != MISSING:
-            self._handle.sync_folder_once()
-            storage.clear(fd, self.path, durable=self.durable, size=self._handle.size)
+            handle = self._handle
+            handle.sync_folder_once()
+            storage.clear(fd, self.path, durable=handle.durable, size=handle.size, bump=handle.bump_mark)
             if self._times is not None:
                 self._times.clear()
             # A paused run resumes turns that are gone now (as after ``rewind``); the usage
