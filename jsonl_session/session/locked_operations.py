@@ -53,6 +53,11 @@ class LockedOperations:
     def locked(self, *, write: bool, create: bool) -> Locked:
         return self._handle.locked(write=write, create=create, timeout=self._lock_timeout)
 
+    def try_locked(self, *, write: bool, create: bool = False) -> Locked:
+        """:meth:`locked` that never waits: the block gets ``BUSY`` when the lock is held (for a
+        worker thread, which must not wait: its caller then waits on the loop)."""
+        return self._handle.try_locked(write=write, create=create)
+
     def locked_async(self, *, write: bool, create: bool) -> AsyncLocked:
         # Reads yield after the unlock, durable writes in their worker's hop; writes that stay
         # on the loop yield first, so that a caller cancelled there knows nothing was done.

@@ -40,8 +40,8 @@ from typing import Any, NamedTuple, TypeVar, cast
 
 from ..core import reads, safe_open, sidecar_files, worker_threads
 from ..core.codec import encode_items, encoding_or_none
-from ..core.errors import JSONLSessionError, LockTimeout
-from ..core.locking import MISSING
+from ..core.errors import JSONLSessionError
+from ..core.locking import BUSY, MISSING
 from ..core.names import TIMES
 from ..session.folder import SessionDirectory
 from ..session.store import JSONLSession
@@ -339,12 +339,10 @@ async def _import_from(
                 small = stored is not None and stored <= INLINE_BYTES
                 existed: bool | None = name in files
                 if name not in names and not listed:  # new here: neither the file nor a sidecar
-                    local.lock_timeout = 0  # the worker never waits for the lock: the loop does
                     new = _import_new(local, items, metadata or {}, replace, small)
                     created = await _per_session(session_id, new)
                     if created is not None:
                         return created
-                    local.lock_timeout = directory.lock_timeout
                     existed = None  # made since the listing, or locked: the usual way, looking
                 work = import_items(
                     local, items, metadata or {}, replace=replace, existed=existed, listed=listed, small=small
@@ -479,7 +477,7 @@ async def _import_new(
     a sidecar, in one hop to a worker (the usual way takes two: the create, then the locked
     work), which creates the file without unlinking sidecars (``core.safe_open.create_new``: six
     system calls fewer, each holding the folder's lock, that the SDK's own copy makes), locks
-    it without waiting (``local``'s ``lock_timeout`` is 0) and writes it. None, and nothing
+    it without waiting (``try_locked``) and writes it. None, and nothing
     written, if the file is there by now or its lock is held elsewhere: the caller then goes
     the usual way, which waits on the loop."""
     try:
@@ -506,12 +504,10 @@ def _create_and_import(
     if not payload and local.durable:  # no write will sync the new name (``fill_locked`` does)
         safe_open.fsync_directory(path.parent)
     try:
-        with local.locked(write=True, create=False) as fd:
-            if fd == MISSING:
-                return None  # removed as soon as made: the usual way decides
+        with local.try_locked(write=True) as fd:
+            if fd in (MISSING, BUSY):
+                return None  # removed as soon as made, or locked elsewhere: the usual way decides
             return _import_locked(fd, local, items, payload, metadata, flags)
-    except LockTimeout:
-        return None
     finally:
         local.close()  # also here: a caller cancelled meanwhile closed it before this opened it
 
