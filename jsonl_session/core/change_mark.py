@@ -21,7 +21,12 @@ are not fsynced and nothing else reads them.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 NAME = "user.jsonl_session.mark"
 SIZE = 16
@@ -30,11 +35,9 @@ _UNSUPPORTED = (errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM, errno.EACCES, errn
 _getxattr = getattr(os, "getxattr", None)  # Linux only; elsewhere there are no marks
 _setxattr = getattr(os, "setxattr", None)
 _removexattr = getattr(os, "removexattr", None)
-
-
-_generation = 0  # the last generation this process wrote; 0: none yet (a forked child starts afresh)
 _STEP = 0x9E3779B97F4A7C15  # odd, so 2**64 steps pass before a generation comes back
 _MASK = (1 << 64) - 1
+_generations: Iterator[int] | None = None  # this process's; None: not started (a forked child)
 
 
 def _new_generation() -> bytes:
@@ -43,17 +46,18 @@ def _new_generation() -> bytes:
     Not ``os.urandom`` per mark: a durable pop marks the file just after its worker thread
     wakes, where each system call costs ~3-5 µs (``benchmarks/run.py``). Another process starts
     from its own random point, so it repeats a generation of this one with odds of 2**-64.
+    ``next`` on a ``count`` is one step even without a GIL: two threads never get one value.
     """
-    global _generation
-    if not _generation:
-        _generation = int.from_bytes(os.urandom(8), "little") | 1
-    _generation = (_generation + _STEP) & _MASK
-    return _generation.to_bytes(8, "little")
+    global _generations
+    generations = _generations
+    if generations is None:
+        generations = _generations = itertools.count(int.from_bytes(os.urandom(8), "little"), _STEP)
+    return (next(generations) & _MASK).to_bytes(8, "little")
 
 
 def _start_afresh() -> None:
-    global _generation
-    _generation = 0  # else parent and child would write the same generations
+    global _generations
+    _generations = None  # else parent and child would write the same generations
 
 
 os.register_at_fork(after_in_child=_start_afresh)

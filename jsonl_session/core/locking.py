@@ -231,9 +231,11 @@ class FileHandle:
 
         The file id in the mark (``change_mark``) changes only with the file, and every writer
         keeps it, so it is read once per descriptor, not on every pop: a durable pop spends ~5 µs
-        on that read just after its worker wakes (``benchmarks/run.py``). Removing the mark by
-        hand while another process writes can leave followers a spurious ``replaced``, never a
-        change taken for appends: each bump writes a new random generation.
+        on that read just after its worker wakes (``benchmarks/run.py``). A mark removed while
+        the file is open here (by hand, or by another process on a file system that refuses
+        it, see ``change_mark``) and given a new id elsewhere can make followers take this
+        pop for a new file (``replaced``: every item delivered again), never for appends: each
+        bump writes a new generation.
         """
         self._mark_id = change_mark.bump(fd, self._mark_id)
 

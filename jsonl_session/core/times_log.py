@@ -267,16 +267,15 @@ class TimesLog:
         end; False if it is not.
 
         That record ends where :meth:`stamp` computed, or else at the descriptor's offset
-        (:func:`_append` leaves it there, a write over a blank ends there too; the size check
-        below moves it only when it fails, and then the caller forgets that record): one system
-        call fewer for a durable session, whose appends look at the size.
+        (:func:`_append` leaves it there, a write over a blank ends there too; nothing else here
+        moves it): one system call fewer for a durable session, whose appends look at the size.
+        The ``fstat`` stays: a sidecar replaced since (another writer's rewrite of the session,
+        an editor's save) has no link left, and the record to drop is in the new one.
         """
         fd = self._fd
         end = self._last_end if self._last_end >= 0 else os.lseek(fd, 0, os.SEEK_CUR)
-        # The size by ``lseek``, not ``fstat``: a look at the times makes the kernel give the next
-        # write a fine-grained one, a journaled inode change (~3 µs of a durable pop). A sidecar
-        # deleted meanwhile gets its blank or cut unseen: it is gone anyway.
-        if os.lseek(fd, 0, os.SEEK_END) != end or end < RECORD_BYTES:
+        info = os.fstat(fd)
+        if not info.st_nlink or info.st_size != end or end < RECORD_BYTES:
             return False
         start = end - RECORD_BYTES
         if durable:

@@ -108,11 +108,11 @@ assert session.pop_item_sync() == {"n": 2}
 """
 
 
-def test_a_durable_pop_reads_no_mark_no_random_bytes_and_no_size_of_the_sidecar(tmp_path: Path) -> None:
+def test_a_durable_pop_reads_no_mark_no_random_bytes_and_no_offset_of_the_sidecar(tmp_path: Path) -> None:
     """Catches, by ``strace``: the mark read back on every pop (``fgetxattr``), a generation
-    from the kernel (``getrandom``), the sidecar's size asked with ``fstat`` (which makes the
-    blank's write a journaled inode change) or its record's end with an extra ``lseek``. Each
-    cost a durable pop ~3-5 µs in its cold worker thread (``benchmarks/run.py``)."""
+    from the kernel (``getrandom``), or the end of the sidecar's record asked with ``lseek``
+    (the append's own ``fstat`` told it). Each cost a durable pop ~3-5 µs in its cold worker
+    thread (``benchmarks/run.py``). The sidecar's ``fstat`` stays (test_times_after_replace.py)."""
     strace = strace_or_skip()
     folder = tmp_path / "sessions"
     log = tmp_path / "strace.log"
@@ -130,4 +130,6 @@ def test_a_durable_pop_reads_no_mark_no_random_bytes_and_no_size_of_the_sidecar(
     assert ("fsetxattr", session) in made, made
     assert not [call for call in made if call[0] in ("fgetxattr", "getrandom")], made
     sidecar = [name for name, path in made if path == session + ".times"]
-    assert sidecar == ["lseek", "pwrite64"], made
+    assert len(sidecar) == 2, made
+    assert sidecar[0] in ("fstat", "newfstatat", "statx"), made  # an fstat, as the C library makes it
+    assert sidecar[1] == "pwrite64", made
