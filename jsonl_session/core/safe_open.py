@@ -139,7 +139,9 @@ def create_new(path: StrPath, *, durable: bool) -> bool:
 
     No sidecar is unlinked (:func:`forget_previous_owner`: an ``unlink`` per kind, each taking
     the folder's lock, which every create in the folder waits for): a sidecar made since that
-    listing comes from a writer of this very session, as if made after this call. The file's
+    listing comes from a writer of this very session, as if made after this call, or from a
+    namesake made and removed by hand within that moment, whose leftovers this file then
+    finds (the narrower promise of a whole-folder import, docs/backends.md). The file's
     name is not fsynced here: the first durable write does it (``FileHandle.sync_folder_once``:
     the handle opens a file it did not create), and a caller that writes nothing syncs it
     itself (:func:`fsync_directory`). A folder made here is durable if ``durable``.

@@ -341,9 +341,12 @@ async def _import_from(
                 if name not in names and not listed:  # new here: neither the file nor a sidecar
                     new = _import_new(local, items, metadata or {}, replace, small)
                     created = await _per_session(session_id, new)
-                    if created is not None:
+                    if isinstance(created, Outcome):
                         return created
-                    existed = None  # made since the listing, or locked: the usual way, looking
+                    # The usual way: for a file made here whose lock a reader took at once, as
+                    # new (``False``); for one made elsewhere since the listing, or already gone,
+                    # by looking (``None``).
+                    existed = created
                 work = import_items(
                     local, items, metadata or {}, replace=replace, existed=existed, listed=listed, small=small
                 )
@@ -472,26 +475,32 @@ async def import_items(
 
 async def _import_new(
     local: JSONLSession, items: list[Any], metadata: Metadata, replace: bool, small: bool
-) -> Outcome | None:
+) -> Outcome | bool | None:
     """:func:`import_items` of a session of which the run's listing found neither the file nor
     a sidecar, in one hop to a worker (the usual way takes two: the create, then the locked
     work), which creates the file without unlinking sidecars (``core.safe_open.create_new``: six
     system calls fewer, each holding the folder's lock, that the SDK's own copy makes), locks
-    it without waiting (``try_locked``) and writes it. None, and nothing
-    written, if the file is there by now or its lock is held elsewhere: the caller then goes
-    the usual way, which waits on the loop."""
+    it without waiting (``try_locked``) and writes it. Else nothing is written and the caller
+    goes the usual way, which waits on the loop: False if the file was made here but another
+    process holds its lock (a reader that saw it appear), None if it was there by now or is
+    gone again.
+
+    A sidecar that appears after the run's listing is left alone (no unlink): a writer of this
+    session made it, or a namesake made and removed by hand within the run did, whose leftovers
+    (a paused run, usage) the new session then finds, as if it were that namesake's.
+    """
     try:
         payload = encode_items(items) if small else None
     except ValueError as exc:
         return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
     work = (local, items, payload, metadata, _Flags(replace, False, frozenset()))
-    done: Outcome | None = await worker_threads.run(_create_and_import, *work)
+    done: Outcome | bool | None = await worker_threads.run(_create_and_import, *work)
     return done
 
 
 def _create_and_import(
     local: JSONLSession, items: list[Any], payload: bytes | None, metadata: Metadata, flags: _Flags
-) -> Outcome | None:
+) -> Outcome | bool | None:
     """:func:`_import_new`'s worker."""
     if payload is None:
         try:
@@ -505,8 +514,10 @@ def _create_and_import(
         safe_open.fsync_directory(path.parent)
     try:
         with local.try_locked(write=True) as fd:
-            if fd in (MISSING, BUSY):
-                return None  # removed as soon as made, or locked elsewhere: the usual way decides
+            if fd == BUSY:
+                return False  # made here: the usual way takes it as new
+            if fd == MISSING:
+                return None  # removed as soon as made: the usual way looks
             return _import_locked(fd, local, items, payload, metadata, flags)
     finally:
         local.close()  # also here: a caller cancelled meanwhile closed it before this opened it

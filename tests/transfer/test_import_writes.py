@@ -164,3 +164,47 @@ def test_a_file_made_after_the_listing_is_left_to_the_usual_way(tmp_path: Path) 
     assert (tmp_path / "s.jsonl").read_bytes() == b'{"n":0}\n'
     outcome = asyncio.run(import_items(local, [{"n": 0}, {"n": 1}], {}, existed=None))
     assert (outcome.status, (tmp_path / "s.jsonl").read_bytes()) == ("appended", b'{"n":0}\n{"n":1}\n')
+
+
+def test_an_empty_session_made_here_and_locked_at_once_by_a_reader_is_reported_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader (``watch``, ``ls`` in another process) takes the new file's lock between its
+    create and the import's lock: the usual way must take the file as new, not as found there
+    (which reported the empty session ``skipped``, its mode and recorded time not restored).
+    The reader is a real shared ``flock`` on another open file description, taken at that
+    moment by wrapping the create."""
+    import fcntl
+    import os
+
+    from jsonl_session.core import safe_open
+    from jsonl_session.transfer import all_sessions
+    from jsonl_session.transfer.all_sessions import import_all
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "empty.jsonl").write_bytes(b"")
+    url = f"sqlite:///{tmp_path / 'all.db'}"
+    assert [o.status for o in asyncio.run(export_all(SessionDirectory(folder), url))] == ["copied"]
+    held: list[int] = []
+    create_new, import_items = safe_open.create_new, all_sessions.import_items
+
+    def create_then_a_reader_locks(path: Path, *, durable: bool) -> bool:
+        made = create_new(path, durable=durable)
+        if made:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            held.append(fd)
+        return made
+
+    async def the_reader_gone_then_the_usual_way(*args: object, **kwargs: object) -> object:
+        for fd in held:
+            os.close(fd)  # its lock goes with it
+        return await import_items(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(safe_open, "create_new", create_then_a_reader_locks)
+    monkeypatch.setattr(all_sessions, "import_items", the_reader_gone_then_the_usual_way)
+    back = tmp_path / "back"
+    outcomes = asyncio.run(import_all(url, SessionDirectory(back), concurrency=1))
+    assert held, "the one-hop path was not taken"
+    assert [(o.session_id, o.status) for o in outcomes] == [("empty", "copied")]
