@@ -35,6 +35,18 @@ pytestmark = pytest.mark.sdk
 pytest.importorskip("agents", reason="the Agents SDK (extra 'agents') is not installed")
 
 
+def _traced_import(strace: str, tmp_path: Path, redis_url: str, back: Path, calls: str) -> Path:
+    """``jsonl-session import URL --all --dir back`` run under ``strace`` tracing ``calls``: its log."""
+    log = tmp_path / "strace.log"
+    done = subprocess.run(
+        [strace, "-f", "-qq", "-y", "-o", str(log), "-e", f"trace={calls}",
+         sys.executable, "-m", "jsonl_session", "import", redis_url, "--all", "--dir", str(back)],
+        capture_output=True, text=True, timeout=120, check=False, env=cli_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return log
+
+
 def test_an_exported_session_comes_back_with_its_items_synced_once_and_its_times_written_once(
     tmp_path: Path,
     redis_url: str,
@@ -45,13 +57,7 @@ def test_an_exported_session_comes_back_with_its_items_synced_once_and_its_times
     make_folder(folder, 3)
     outcomes = asyncio.run(export_all(SessionDirectory(folder), redis_url))
     assert {o.status for o in outcomes} == {"copied"}
-    log = tmp_path / "strace.log"
-    done = subprocess.run(
-        [strace, "-f", "-qq", "-y", "-o", str(log), "-e", "trace=openat,fdatasync,fsync,rename,renameat2",
-         sys.executable, "-m", "jsonl_session", "import", redis_url, "--all", "--dir", str(back)],
-        capture_output=True, text=True, timeout=120, check=False, env=cli_env(),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    log = _traced_import(strace, tmp_path, redis_url, back, "openat,fdatasync,fsync,rename,renameat2")
     synced: Counter[str] = Counter()  # file name (a temporary one named after its target) -> syncs
     renamed: Counter[str] = Counter()  # target name -> renames onto it
     unsynced_names: set[str] = set()  # renamed onto, and the folder not fsynced since
@@ -127,13 +133,7 @@ def test_a_session_new_to_the_folder_is_created_without_unlinking_sidecars_and_i
     outcomes = asyncio.run(export_all(SessionDirectory(folder), redis_url))
     assert {o.status for o in outcomes} == {"copied"}
     back.mkdir()
-    log = tmp_path / "strace.log"
-    done = subprocess.run(
-        [strace, "-f", "-qq", "-y", "-o", str(log), "-e", "trace=openat,unlink,unlinkat,fsync,fdatasync",
-         sys.executable, "-m", "jsonl_session", "import", redis_url, "--all", "--dir", str(back)],
-        capture_output=True, text=True, timeout=120, check=False, env=cli_env(),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    log = _traced_import(strace, tmp_path, redis_url, back, "openat,unlink,unlinkat,fsync,fdatasync")
     lines = [line for line in log.read_text().splitlines() if str(back) in line]
     assert not [line for line in lines if re.search(r"\bunlink(?:at)?\(", line)]
     created = Counter(
