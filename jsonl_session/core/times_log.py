@@ -122,9 +122,9 @@ class TimesLog:
         self._fd = -1
         self._end = -1  # the session's size after the last change made through this object
         # If this object's last write was the whole record of one item, its fingerprint (else -1):
-        # a pop of that item drops the record, which ends at the descriptor's offset.
+        # a pop of that item drops the record, which ends at ``_last_end`` when the append knew
+        # the sidecar's size (-1: it did not; the descriptor's offset says).
         self._last_crc = -1
-        # Where that record ends, when known without asking (-1: the descriptor's offset says).
         self._last_end = -1
         self._blank = -1  # where this object's last pop blanked a record (-1: none since)
         self._recheck = 0  # the clock (ms) at which an append next checks the descriptor anyway
