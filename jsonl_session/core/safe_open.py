@@ -102,17 +102,9 @@ def open_file(path: StrPath, *, write: bool, create: bool, durable: bool) -> tup
 
 def _create(path: StrPath, *, durable: bool) -> int:
     """Create the file owner-only (and its directory, 0700), or return MISSING if it now exists."""
-    from pathlib import Path  # here: reading and listing (``jsonl-session ls``) never need pathlib
-
-    directory = Path(path).parent
-    if not directory.is_dir():
-        make_private_directories(directory, durable=durable)
-    try:
-        fd = os.open(path, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
+    fd = _open_new(path, durable=durable)
+    if fd == MISSING:
         return MISSING
-    except OSError as exc:
-        raise _explain_open_error(path, exc) from None
     try:
         # A new session never inherits what a deleted one of its name left; the
         # folder fsync below covers these unlinks too.
@@ -122,7 +114,7 @@ def _create(path: StrPath, *, durable: bool) -> int:
         raise
     if durable:
         try:
-            fsync_directory(directory)
+            fsync_directory(os.path.dirname(path) or ".")
         except BaseException:
             # Opening the folder can fail with EMFILE when our own descriptor took the
             # last slot: do not leak it (tests/core/test_locking.py::
@@ -130,6 +122,24 @@ def _create(path: StrPath, *, durable: bool) -> int:
             os.close(fd)
             raise
     return fd
+
+
+def _open_new(path: StrPath, *, durable: bool) -> int:
+    """Open ``path`` as a new file, owner-only (its folder made 0700 if missing, durable if
+    ``durable``); MISSING if a file is there already."""
+    flags = _WRITE_FLAGS | os.O_CREAT | os.O_EXCL
+    try:
+        try:
+            return os.open(path, flags, 0o600)
+        except FileNotFoundError:  # no folder yet
+            from pathlib import Path  # here: reading and listing (``jsonl-session ls``) never need pathlib
+
+            make_private_directories(Path(path).parent, durable=durable)
+            return os.open(path, flags, 0o600)
+    except FileExistsError:
+        return MISSING
+    except OSError as exc:
+        raise _explain_open_error(path, exc) from None
 
 
 def create_new(path: StrPath, *, durable: bool) -> bool:
@@ -146,19 +156,9 @@ def create_new(path: StrPath, *, durable: bool) -> bool:
     the handle opens a file it did not create), and a caller that writes nothing syncs it
     itself (:func:`fsync_directory`). A folder made here is durable if ``durable``.
     """
-    flags = _WRITE_FLAGS | os.O_CREAT | os.O_EXCL
-    try:
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:  # no folder yet
-            from pathlib import Path
-
-            make_private_directories(Path(path).parent, durable=durable)
-            fd = os.open(path, flags, 0o600)
-    except FileExistsError:
+    fd = _open_new(path, durable=durable)
+    if fd == MISSING:
         return False
-    except OSError as exc:
-        raise _explain_open_error(path, exc) from None
     os.close(fd)
     return True
 
