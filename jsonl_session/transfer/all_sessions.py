@@ -463,7 +463,7 @@ async def import_items(
         else:
             payload, there = await worker_threads.run(_encode_and_stat, *look)
     except ValueError as exc:
-        return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
+        return _unwritable(local, items, exc)
     existed = there if existed is None else existed
     # A new file is created as add_items creates one (a durable create fsyncs its folder) and
     # the items appended to it (``fill_locked``): the SDK's own copy syncs as much, no more.
@@ -492,7 +492,7 @@ async def _import_new(
     try:
         payload = encode_items(items) if small else None
     except ValueError as exc:
-        return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
+        return _unwritable(local, items, exc)
     work = (local, items, payload, metadata, _Flags(replace, False, frozenset()))
     done: Outcome | bool | None = await worker_threads.run(_create_and_import, *work)
     return done
@@ -506,7 +506,7 @@ def _create_and_import(
         try:
             payload = encode_items(items)
         except ValueError as exc:  # before any file is made
-            return Outcome(local.session_id, "failed", len(items), f"{exc}; nothing imported")
+            return _unwritable(local, items, exc)
     path = local.path
     if not safe_open.create_new(path, durable=local.durable):
         return None
@@ -521,6 +521,11 @@ def _create_and_import(
             return _import_locked(fd, local, items, payload, metadata, flags)
     finally:
         local.close()  # also here: a caller cancelled meanwhile closed it before this opened it
+
+
+def _unwritable(local: JSONLSession, items: list[Any], error: ValueError) -> Outcome:
+    """The outcome of a session whose items no line can hold (found before any file is made)."""
+    return Outcome(local.session_id, "failed", len(items), f"{error}; nothing imported")
 
 
 def _encode_and_stat(items: list[Any], path: Path | None) -> tuple[bytes, bool]:
