@@ -26,7 +26,8 @@ space, 8 hex digits; for a batch, a space, 8 hex digits, a space and a count) ma
 skip it and anything glued to it, and the next descriptor opened ends it with a newline first.
 What a crash can lose: the times of the items written last.
 
-Removals keep the file in step (``times_log.TimesLog.forget_newest`` for pop and rewind: a pop
+Removals keep the file in step (``times_log.TimesLog.forget_popped`` and ``forget_newest`` for
+pop and rewind: a pop
 of the item the object added last cuts its record off, or for a durable session blanks it in
 place for the next append to write over; truncation for clear); a rewrite
 writes a new file through the one atomic replace (``storage.replace_file``), keeping the times

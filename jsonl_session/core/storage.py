@@ -109,18 +109,74 @@ def pop(
     durable: bool,
     size: int | None = None,
     bump: Callable[[int], object] = change_mark.bump,
-) -> tuple[Any, int]:
+) -> tuple[Any, int, bytes]:
     """Remove the newest item by truncating to the start of its line: the item (None when there
-    is none) and the file's size now. ``bump`` marks the change (``FileHandle.bump_mark``
+    is none), the file's size now and the item's line (without its newline, or a BOM before
+    it), whose fingerprint finds its time. ``bump`` marks the change (``FileHandle.bump_mark``
     knows the file id already)."""
     if size is None:
         size = os.fstat(fd).st_size
     if not size:
-        return None, 0
+        return None, 0, b""
     bump(fd)  # before the cut: followers must not take what follows for appends
-    # The common case in one read: the file ends with a newline, and the block holds the whole
-    # last line and the newline before it (a first line, which may start with a BOM, takes the
-    # general path). Its bytes are also what a durable cut keeps to put back: no second read.
+    newest = _newest_line(fd, path, size)
+    if newest is not None:
+        item, offset, removed = newest
+        _truncate(fd, path, offset, durable=durable, removed=removed, end=size)
+        return item, offset, removed[:-1]
+    tail_offset, tail = read_tail(fd, size)
+    if not codec.is_blank(tail):
+        item = parse_item(tail)
+        if item is not None:
+            _truncate(fd, path, tail_offset, durable=durable)
+            return item, tail_offset, tail
+        size = _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
+    lines, _, _ = newest_lines(fd, size, 1)
+    if not lines:
+        return None, size, b""
+    offset, line = lines[-1]
+    item = decode_at(fd, path, offset, line)
+    _truncate(fd, path, offset, durable=durable)
+    return item, offset, line
+
+
+def cut_newest(
+    fd: int, path: Path, size: int, bump: Callable[[int], object] = change_mark.bump
+) -> tuple[Any, int, bytes] | None:
+    """A durable pop's cut, without its sync: the item, the size now and the bytes removed, for
+    :func:`sync_cut`; None (nothing done) unless it is the common case :func:`pop` reads in one block.
+
+    The async ``pop_item`` runs this on the loop (a read of at most 16 KiB, a parse, a cut)
+    and only the sync in a worker, as ``add_items`` does: the calls a worker makes just after
+    it wakes cost several times what the loop's do (docs/benchmarks.md, "pop_item, durable").
+    """
+    newest = _newest_line(fd, path, size) if size else None
+    if newest is None:
+        return None
+    bump(fd)  # before the cut: followers must not take what follows for appends
+    item, offset, removed = newest
+    os.ftruncate(fd, offset)
+    return item, offset, removed
+
+
+def sync_cut(fd: int, removed: bytes) -> None:
+    """``fdatasync`` a cut made by :func:`cut_newest`; if that fails, put ``removed`` back and raise."""
+    try:
+        _fdatasync(fd)
+    except BaseException:
+        try:
+            undo_buffer.Removed(fd, None, 0, len(removed), data=removed).restore(fd)
+        except OSError:
+            pass  # best effort: the original error wins
+        raise
+
+
+def _newest_line(fd: int, path: Path, size: int) -> tuple[Any, int, bytes] | None:
+    """The common case in one read of at most 16 KiB: the file ends with a newline, and the block
+    read from its end holds the whole last line and the newline before it. The newest item, where
+    its line starts, and the bytes from there to the end (what a durable cut keeps to put back);
+    else None: a first line (which may start with a BOM), a longer one, a torn tail or blank
+    lines take the general path."""
     begin = max(0, size - _POP_BLOCK)
     block = os.pread(fd, size - begin, begin)
     if len(block) == size - begin and block.endswith(b"\n"):
@@ -129,23 +185,8 @@ def pop(
             line = block[start:-1]
             if not codec.is_blank(line):
                 offset = begin + start
-                item = decode_at(fd, path, offset, line)
-                _truncate(fd, path, offset, durable=durable, removed=block[start:], end=size)
-                return item, offset
-    tail_offset, tail = read_tail(fd, size)
-    if not codec.is_blank(tail):
-        item = parse_item(tail)
-        if item is not None:
-            _truncate(fd, path, tail_offset, durable=durable)
-            return item, tail_offset
-        size = _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
-    lines, _, _ = newest_lines(fd, size, 1)
-    if not lines:
-        return None, size
-    offset, line = lines[-1]
-    item = decode_at(fd, path, offset, line)
-    _truncate(fd, path, offset, durable=durable)
-    return item, offset
+                return decode_at(fd, path, offset, line), offset, block[start:]
+    return None
 
 
 def clear(

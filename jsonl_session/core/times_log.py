@@ -2,7 +2,8 @@
 
 The format and the readers are :mod:`jsonl_session.core.item_times`; this is what the session's
 writers call under its exclusive lock: :meth:`TimesLog.stamp` after an append (one record, one
-write at the end), :meth:`TimesLog.forget_newest` after a pop or rewind, :meth:`TimesLog.clear`, and
+write at the end), :meth:`TimesLog.forget_popped` after a pop (:meth:`TimesLog.put_back` if
+its sync fails), :meth:`TimesLog.forget_newest` after a rewind, :meth:`TimesLog.clear`, and
 :meth:`TimesLog.rewrite` after a rewrite. Nothing here raises ``OSError``: times are advisory.
 """
 
@@ -115,7 +116,17 @@ class TimesLog:
         ...     os.write(fd, payload); log.stamp(payload, None, size)
     """
 
-    __slots__ = ("__weakref__", "_blank", "_end", "_fd", "_last_crc", "_last_end", "_recheck", "path")
+    __slots__ = (
+        "__weakref__",
+        "_blank",
+        "_end",
+        "_fd",
+        "_last_crc",
+        "_last_end",
+        "_last_ms",
+        "_recheck",
+        "path",
+    )
 
     def __init__(self, session_path: str | os.PathLike[str]) -> None:
         self.path = times_path(session_path)
@@ -126,6 +137,7 @@ class TimesLog:
         # the sidecar's size (-1: it did not; the descriptor's offset says).
         self._last_crc = -1
         self._last_end = -1
+        self._last_ms = 0  # that record's time: a durable pop's failed sync writes it back
         self._blank = -1  # where this object's last pop blanked a record (-1: none since)
         self._recheck = 0  # the clock (ms) at which an append next checks the descriptor anyway
         close_in_forked_child(self)
@@ -168,6 +180,7 @@ class TimesLog:
                     # and ends where the blanked one did (the descriptor's offset)
                     self._write_at(records, blank)
                     self._last_crc, self._last_end, self._end = crc, size, size_before + len(payload)
+                    self._last_ms = ms
                     return
                 # Appended at ``size``, the end: every writer of the sidecar holds the session's lock.
                 self._last_end = size + len(records)
@@ -181,6 +194,7 @@ class TimesLog:
             # A record cut short (a full disk) is no record of ours: a pop must not take the 23
             # bytes before the offset for it.
             self._last_crc = crc if written == len(records) else -1
+            self._last_ms = ms
             self._end = size_before + len(payload)
         except OSError:
             self.close()  # try again with a fresh descriptor next time
@@ -191,43 +205,75 @@ class TimesLog:
         storage.sync_or_undo(fd, size_before)
         self.stamp(payload, lines, size_before)
 
-    def forget_newest(
-        self, removed: Sequence[Any], size_after: int = -1, session_fd: int = -1, *, durable: bool = True
+    def forget_popped(
+        self, line: bytes, size_after: int, session_fd: int = -1, *, durable: bool = True
     ) -> None:
-        """Drop the records of items just removed from the end (pop, rewind), newest last.
+        """Drop the record of the item a pop just removed: its ``line`` (without the newline),
+        which began at ``size_after``, the session's size now.
+
+        :meth:`drop_own_record` if it can; else the sidecar's end is read and the records of that
+        line cut off, as :meth:`forget_newest` does (``session_fd``: the session, read if a
+        batch record keeps its older lines).
+        """
+        if not self.drop_own_record(line, size_after, durable=durable):
+            self._cut_records([fingerprint(line)], size_after, session_fd)
+
+    def drop_own_record(self, line: bytes, size_after: int, *, durable: bool = True) -> bool:
+        """If the popped item (as :meth:`forget_popped`) is the one this object added last and its
+        record is still the sidecar's last, drop that record without reading it back: cut it off,
+        or for a ``durable`` session (which fsyncs its writes) blank it in place, and the next
+        append writes over the blank (an ext4 truncate cost a durable pop ~40 µs: its
+        ``fdatasync`` commits the truncate too). False: nothing was done.
+        """
+        if fingerprint(line) != self._last_crc or size_after + len(line) + 1 != self._end:
+            return False
+        try:
+            if not self._drop_own_last_record(durable):
+                return False
+        except OSError:
+            self.close()  # times are advisory: the record stays, and the descriptor is fresh next time
+            return True
+        self._end, self._last_crc = size_after, -1
+        return True
+
+    def put_back(self, line: bytes, size_after: int) -> None:
+        """The sync of a durable pop failed and its item (``line``, from ``size_after``) is back in
+        the session: so is its record, if :meth:`drop_own_record` blanked it."""
+        blank = self._blank
+        if blank < 0:
+            return
+        crc = fingerprint(line)
+        try:
+            self._write_at(b"%013d %08x\n" % (self._last_ms, crc), blank)
+        except OSError:
+            self.close()
+            return
+        self._blank = -1
+        self._last_crc, self._last_end, self._end = crc, blank + RECORD_BYTES, size_after + len(line) + 1
+
+    def forget_newest(self, removed: Sequence[Any], size_after: int = -1) -> None:
+        """Drop the records of items just removed from the end (a rewind), newest last.
 
         The records at the end of the sidecar that match the removed items (their lines as
-        written, so hand-written ones have none) are cut off; anything else is left alone. A
-        batch record that loses only its newest lines is replaced by one for the lines it keeps
-        (the session's newest line is read for its fingerprint: ``session_fd``, else the file).
-        ``size_after`` is the session's size now (-1: unknown). The record of the item this
-        object added last, if it is still the sidecar's last, goes without being read back: cut
-        off, or for a ``durable`` session (which fsyncs its writes) blanked in place, and the next
-        append writes over the blank (an ext4 truncate cost a durable pop ~40 µs: its
-        ``fdatasync`` commits the truncate too).
+        ``add_items`` wrote them, so hand-written ones have none) are cut off; anything else is
+        left alone. A batch record that loses only its newest lines is replaced by one for the
+        lines it keeps (the session's newest line is read for its fingerprint).
+        ``size_after`` is the session's size now (-1: unknown).
         """
-        import orjson  # here: `ls` imports this module and never pops
+        import orjson  # here: `ls` imports this module and never rewinds
 
-        if len(removed) == 1 and self._last_crc >= 0 and size_after >= 0:
-            try:
-                line = orjson.dumps(removed[0])
-            except TypeError:
-                line = b""
-            if size_after + len(line) + 1 == self._end and _crc32(line) == self._last_crc:
-                try:
-                    if self._drop_own_last_record(durable):
-                        self._end, self._last_crc = size_after, -1
-                        return
-                except OSError:
-                    self.close()
-                    return
-        self._last_crc = self._blank = -1
         crcs = []
         for item in removed:
             try:
                 crcs.append(_crc32(orjson.dumps(item)))  # its line, as add_items wrote it
             except TypeError:
                 crcs.append(-1)  # cannot be written back (a huge integer), so not one of ours
+        self._cut_records(crcs, size_after, -1)
+
+    def _cut_records(self, crcs: list[int], size_after: int, session_fd: int) -> None:
+        """Cut off the sidecar's trailing records of the lines with fingerprints ``crcs``, newest
+        last (``session_fd``: the session, read for a kept batch part's newest line, else opened)."""
+        self._last_crc = self._blank = -1
         try:
             fd, size = self._current()
             if not size:

@@ -148,7 +148,8 @@ def test_a_failed_fsync_puts_back_an_item_over_1_mib_after_other_items(
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
-    ("operation", "undo_fails"), [("pop", "restore"), ("clear", "restore"), ("add", "truncate")]
+    ("operation", "undo_fails"),
+    [("pop", "restore"), ("pop-async", "restore"), ("clear", "restore"), ("add", "truncate")],
 )
 def test_when_the_bytes_cannot_go_back_either_the_fsync_error_is_the_one_raised(
     tmp_path: Path, operation: str, undo_fails: str
@@ -158,3 +159,48 @@ def test_when_the_bytes_cannot_go_back_either_the_fsync_error_is_the_one_raised(
     made durable, not that the undo failed."""
     seeded(tmp_path, TWO_TURNS)
     assert fail_fsync_in_child(tmp_path, operation, undo_fails=undo_fails) == ("ok", "EIO")
+
+
+def _add_then_fail_a_pop(conn: Connection, directory: str, run: str) -> None:
+    """In this process: add two items (really synced), then pop the newest with a failing fsync."""
+    try:
+        from jsonl_session.core import storage
+
+        session = JSONLSession("faults", directory)
+        session.add_items_sync([{"n": 1}])
+        session.add_items_sync([{"n": 2}])  # the item this object added last: its pop blanks the record
+        times = Path(f"{session.path}.times").read_bytes()
+        real = storage._fdatasync
+
+        def failing(fd: int) -> None:
+            raise OSError(errno.EIO, "fsync failed")
+
+        storage._fdatasync = failing
+        try:
+            if run == "async":
+                asyncio.run(session.pop_item())
+            else:
+                session.pop_item_sync()
+            outcome = "returned"
+        except OSError as exc:
+            outcome = errno.errorcode.get(exc.errno or 0, str(exc))
+        finally:
+            storage._fdatasync = real
+        conn.send(("ok", (outcome, times)))
+    except BaseException as exc:  # noqa: BLE001  (reported: the parent asserts on it)
+        conn.send(("raised", f"{type(exc).__name__}: {exc}"))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_failed_pop_puts_back_its_items_time_too(tmp_path: Path, run: str) -> None:
+    """Catches: the durable async pop blanking its item's ``.times`` record on the loop and
+    leaving it blank when the sync fails: the item came back without its time."""
+    status, answer = answer_from_fork(_add_then_fail_a_pop, str(tmp_path), run)
+    assert status == "ok", answer
+    outcome, times = answer
+    assert outcome == "EIO"
+    session = JSONLSession("faults", tmp_path)
+    assert session.path.read_bytes() == b'{"n":1}\n{"n":2}\n'
+    assert Path(f"{session.path}.times").read_bytes() == times
+    assert [added is not None for _, added in session.get_items_with_times_sync()] == [True, True]

@@ -152,16 +152,37 @@ def test_every_call_gets_one_record_that_spans_its_lines_whatever_the_path(
         assert len(set(times[start:end])) == 1 and before <= known(times[start]) <= after
 
 
-def test_pop_then_add_keeps_earlier_times_and_stamps_the_new_item(tmp_path: Path) -> None:
+def pop(session: JSONLSession, how: str) -> Any:
+    """``pop_item_sync``, or the async ``pop_item`` (a durable one cuts on the loop, syncs in a worker)."""
+    return session.pop_item_sync() if how == "sync" else asyncio.run(session.pop_item())
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_pop_then_add_keeps_earlier_times_and_stamps_the_new_item(tmp_path: Path, how: str) -> None:
     session = JSONLSession("s", tmp_path)
     first, second = stamped(session, [message(1), message(2)])
-    assert session.pop_item_sync() == message(2)
+    assert pop(session, how) == message(2)
     # the popped item's record went with it (blanked in place: the next append writes over it)
     assert [r[2] for r in item_times.parse_records(sidecar(session).read_bytes())] == [
         zlib.crc32(orjson.dumps(message(1)))
     ]
     [third] = stamped(session, [message(2)])  # the same item again: its new time, not the popped one's
     assert times_of(session) == [first, third] and third > second
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_popping_a_line_another_tool_spelled_its_own_way_drops_its_record(tmp_path: Path, how: str) -> None:
+    """Catches: the popped line's record looked for by the fingerprint of the item written anew
+    (``orjson.dumps``), not of the line's own bytes: a line with spaces kept its record, which
+    an identical line added later could take for its own."""
+    lines = [b'{"role": "user", "content": "one"}', b'{"role": "user", "content": "two"}']
+    tmp_path.mkdir(exist_ok=True)
+    session = JSONLSession("s", tmp_path)
+    session.path.write_bytes(b"".join(line + b"\n" for line in lines))
+    sidecar(session).write_bytes(b"".join(b"%013d %08x\n" % (now_ms(), zlib.crc32(line)) for line in lines))
+    assert pop(session, how) == {"role": "user", "content": "two"}
+    records = item_times.parse_records(sidecar(session).read_bytes())
+    assert [record[2] for record in records] == [zlib.crc32(lines[0])]
 
 
 def test_async_pop_and_clear_keep_the_sidecar_in_step(tmp_path: Path) -> None:
