@@ -140,43 +140,33 @@ def pop(
     return item, offset, line
 
 
-def cut_newest(
+def take_newest(
     fd: int, path: Path, size: int, bump: Callable[[int], object] = change_mark.bump
 ) -> tuple[Any, int, bytes] | None:
-    """A durable pop's cut, without its sync: the item, the size now and the bytes removed, for
-    :func:`sync_cut`; None (nothing done) unless it is the common case :func:`pop` reads in one block.
+    """A durable pop's first half: the newest item, where its line starts and the bytes from there
+    to the end, with the change mark bumped for the cut that :func:`truncate` (given those bytes)
+    makes next; None, with nothing done, unless it is the common case :func:`pop` reads in one
+    block and the line is an item (a bad line's error, which counts the lines to name it, is
+    :func:`pop`'s).
 
-    The async ``pop_item`` runs this on the loop (a read of at most 16 KiB, a parse, a cut)
-    and only the sync in a worker, as ``add_items`` does: the calls a worker makes just after
-    it wakes cost several times what the loop's do (docs/benchmarks.md, "pop_item, durable").
+    The async ``pop_item`` runs this on the loop (a read of at most 16 KiB and a parse), and the
+    cut and its sync in a worker: the calls a worker makes just after it wakes cost several
+    times what the loop's do (docs/benchmarks.md, "pop_item, durable"), and a cut of a big file
+    takes ~200 µs.
     """
-    newest = _newest_line(fd, path, size) if size else None
-    if newest is None:
-        return None
-    bump(fd)  # before the cut: followers must not take what follows for appends
-    item, offset, removed = newest
-    os.ftruncate(fd, offset)
-    return item, offset, removed
+    newest = _newest_line(fd, path, size, quiet=True) if size else None
+    if newest is not None:
+        bump(fd)  # before the cut: followers must not take what follows for appends
+    return newest
 
 
-def sync_cut(fd: int, removed: bytes) -> None:
-    """``fdatasync`` a cut made by :func:`cut_newest`; if that fails, put ``removed`` back and raise."""
-    try:
-        _fdatasync(fd)
-    except BaseException:
-        try:
-            undo_buffer.Removed(fd, None, 0, len(removed), data=removed).restore(fd)
-        except OSError:
-            pass  # best effort: the original error wins
-        raise
-
-
-def _newest_line(fd: int, path: Path, size: int) -> tuple[Any, int, bytes] | None:
+def _newest_line(fd: int, path: Path, size: int, *, quiet: bool = False) -> tuple[Any, int, bytes] | None:
     """The common case in one read of at most 16 KiB: the file ends with a newline, and the block
     read from its end holds the whole last line and the newline before it. The newest item, where
     its line starts, and the bytes from there to the end (what a durable cut keeps to put back);
     else None: a first line (which may start with a BOM), a longer one, a torn tail or blank
-    lines take the general path."""
+    lines take the general path. A line that is no item raises ``MalformedLineError``, or with
+    ``quiet`` gives None."""
     begin = max(0, size - _POP_BLOCK)
     block = os.pread(fd, size - begin, begin)
     if len(block) == size - begin and block.endswith(b"\n"):
@@ -185,7 +175,13 @@ def _newest_line(fd: int, path: Path, size: int) -> tuple[Any, int, bytes] | Non
             line = block[start:-1]
             if not codec.is_blank(line):
                 offset = begin + start
-                return decode_at(fd, path, offset, line), offset, block[start:]
+                if not quiet:
+                    return decode_at(fd, path, offset, line), offset, block[start:]
+                try:
+                    item = codec.decode_line(line)
+                except ValueError:
+                    return None
+                return (item, offset, block[start:]) if type(item) is dict else None
     return None
 
 
@@ -356,10 +352,12 @@ def _truncate(
         kept.close()
 
 
-def truncate(fd: int, size: int, *, durable: bool) -> None:
+def truncate(fd: int, size: int, *, durable: bool, removed: bytes | None = None) -> None:
     """Cut the file to ``size`` bytes; if that cannot be made durable, the bytes go back and it raises.
 
     The removed bytes are kept in memory (callers cut a few turns); ``pop`` and ``clear``
-    spill big ones next to the session instead (see ``undo_buffer``).
+    spill big ones next to the session instead (see ``undo_buffer``). ``removed``: those bytes,
+    when the caller has read them (:func:`take_newest`).
     """
-    _truncate(fd, None, size, durable=durable)
+    end = -1 if removed is None else size + len(removed)
+    _truncate(fd, None, size, durable=durable, removed=removed, end=end)

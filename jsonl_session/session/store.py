@@ -266,27 +266,30 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
                 return self._pop(fd)
             handle = self._handle
             if not handle.folder_unsynced:
-                # The common pop is cut on the loop, as ``add_items`` writes there, and only its
-                # sync goes to the worker: a worker's calls just after it wakes cost several
-                # times what the loop's do (docs/benchmarks.md, "pop_item, durable").
-                cut = storage.cut_newest(fd, self.path, handle.size, handle.bump_mark)
-                if cut is not None:
-                    item, size, removed = cut
+                # The common pop is read, marked and its ``.times`` record blanked on the loop, and
+                # only the cut and its sync go to the worker: a worker's calls just after it wakes
+                # cost several times what the loop's do (docs/benchmarks.md, "pop_item, durable").
+                # An exception from a signal handler before the hand-off leaves the item in place
+                # without its time, as one after an append's write leaves it unsynced.
+                newest = storage.take_newest(fd, self.path, handle.size, handle.bump_mark)
+                if newest is not None:
+                    item, size, removed = newest
                     times = self._times
                     blanked = times is not None and times.drop_own_record(removed[:-1], size)
-                    return await lock.finish_in_thread(self._sync_pop, fd, item, size, removed, blanked)
+                    return await lock.finish_in_thread(self._cut_popped, fd, item, size, removed, blanked)
             return await lock.finish_in_thread(self._pop, fd)
 
-    def _sync_pop(self, fd: int, item: Any, size: int, removed: bytes, blanked: bool) -> Any:
-        """The worker's half of a durable pop cut on the loop (``removed``: its line and newline):
-        the sync, then the rest of the ``.times`` upkeep, which reads the sidecar when the
-        record was not the one this object wrote last."""
+    def _cut_popped(self, fd: int, item: Any, size: int, removed: bytes, blanked: bool) -> Any:
+        """The worker's half of a durable pop read on the loop (``removed``: its line and newline):
+        the cut and its sync, then the rest of the ``.times`` upkeep, which reads the sidecar when
+        the record was not the one this object wrote last; if the cut fails, its record goes back
+        with the line."""
         times = self._times
         try:
-            storage.sync_cut(fd, removed)
+            storage.truncate(fd, size, durable=True, removed=removed)
         except BaseException:
-            if blanked and times is not None:
-                times.put_back(removed[:-1], size)
+            if blanked and times is not None and _size_or_none(fd) == size + len(removed):
+                times.put_back(removed[:-1], size)  # the line is back: so is its time
             raise
         if times is not None and not blanked:
             times.forget_popped(removed[:-1], size, fd)
@@ -487,6 +490,13 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
             # A paused run resumes turns that are gone now (as after ``rewind``); the usage
             # log is a ledger of tokens spent, and stays (docs/history.md).
             paused_runs.clear(self.path, durable=self.durable)
+
+
+def _size_or_none(fd: int) -> int | None:
+    try:
+        return os.fstat(fd).st_size
+    except OSError:
+        return None
 
 
 async def _yield_once() -> None:

@@ -24,7 +24,7 @@ import pytest
 from process_helpers import answer_from_fork
 
 from jsonl_session import JSONLSession
-from jsonl_session.core import undo_buffer
+from jsonl_session.core import item_times, undo_buffer
 
 _BATCH = [{"role": "user", "content": "x" * 3000}, {"role": "assistant", "content": "y" * 3000}]
 BIG = undo_buffer.IN_MEMORY + 4096  # spills to disk when removed
@@ -176,8 +176,14 @@ def _add_then_fail_a_pop(conn: Connection, directory: str, run: str) -> None:
             raise OSError(errno.EIO, "fsync failed")
 
         storage._fdatasync = failing
+        if run == "async-no-undo":  # the line cannot go back either: nor may its record
+
+            def refused(self: undo_buffer.Removed, fd: int) -> None:
+                raise OSError(errno.ENOSPC, "restore failed")
+
+            undo_buffer.Removed.restore = refused  # type: ignore[method-assign]
         try:
-            if run == "async":
+            if run.startswith("async"):
                 asyncio.run(session.pop_item())
             else:
                 session.pop_item_sync()
@@ -204,3 +210,16 @@ def test_a_failed_pop_puts_back_its_items_time_too(tmp_path: Path, run: str) -> 
     assert session.path.read_bytes() == b'{"n":1}\n{"n":2}\n'
     assert Path(f"{session.path}.times").read_bytes() == times
     assert [added is not None for _, added in session.get_items_with_times_sync()] == [True, True]
+
+
+@pytest.mark.timeout(60)
+def test_a_pop_whose_line_cannot_go_back_leaves_no_record_for_it(tmp_path: Path) -> None:
+    """Catches: the record put back after a failed sync whose line could not be put back too: a
+    record of an item that is not in the file (found in review)."""
+    status, answer = answer_from_fork(_add_then_fail_a_pop, str(tmp_path), "async-no-undo")
+    assert status == "ok", answer
+    assert answer[0] == "EIO"
+    session = JSONLSession("faults", tmp_path)
+    assert session.path.read_bytes() == b'{"n":1}\n'
+    records = item_times.parse_records(Path(f"{session.path}.times").read_bytes())
+    assert [record[2] for record in records] == [item_times.fingerprint(b'{"n":1}')]
