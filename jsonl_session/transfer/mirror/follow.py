@@ -47,6 +47,8 @@ class _Session:
     """The file was deleted (``texts`` is empty)."""
     unsure: bool = False
     """The last transaction failed: compare everything next time."""
+    changes: int = 0
+    """How many of the watch's changes were taken: a look at the file meanwhile is stale."""
 
 
 class Replica:
@@ -85,6 +87,7 @@ class Replica:
         session = self.sessions.get(session_id)
         if session is None:
             session = self.sessions[session_id] = _Session()
+        session.changes += 1
         texts = session.texts
         if change.kind == "appended":
             self._mark(session, len(texts))
@@ -130,6 +133,7 @@ class Replica:
             known = self.sessions.get(session_id)
             if known is not None and not known.gone:
                 continue
+            seen = None if known is None else known.changes
             local = folder.open(session_id)
             try:
                 empty = not await local.get_items(limit=1)
@@ -139,6 +143,14 @@ class Replica:
                 local.close()
             if not empty:
                 continue  # the watch delivers it
+            # A file deleted since the listing reads as empty too, and the watch may have said
+            # so meanwhile: its word stands, and a file no longer there is not adopted (adopted,
+            # a deleted session came back empty in the database, and nothing deleted it again).
+            now = self.sessions.get(session_id)
+            if now is not known or (known is not None and known.changes != seen):
+                continue
+            if not await asyncio.to_thread(folder.exists, session_id):
+                continue
             if known is None:
                 self.adopt(session_id, gone=False)
             elif known.gone:  # deleted, then made again without items (and no change meanwhile)
