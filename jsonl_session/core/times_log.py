@@ -3,7 +3,7 @@
 The format and the readers are :mod:`jsonl_session.core.item_times`; this is what the session's
 writers call under its exclusive lock: :meth:`TimesLog.stamp` after an append (one record, one
 write at the end), :meth:`TimesLog.forget_popped` after a pop (:meth:`TimesLog.put_back` if
-its sync fails), :meth:`TimesLog.forget_newest` after a rewind, :meth:`TimesLog.clear`, and
+its cut or sync fails), :meth:`TimesLog.forget_newest` after a rewind, :meth:`TimesLog.clear`, and
 :meth:`TimesLog.rewrite` after a rewrite. Nothing here raises ``OSError``: times are advisory.
 """
 
@@ -237,8 +237,8 @@ class TimesLog:
         return True
 
     def put_back(self, line: bytes, size_after: int) -> None:
-        """The sync of a durable pop failed and its item (``line``, from ``size_after``) is back in
-        the session: so is its record, if :meth:`drop_own_record` blanked it."""
+        """The cut or the sync of a durable pop failed and its item (``line``, from ``size_after``)
+        is back in the session: so is its record, if :meth:`drop_own_record` blanked it."""
         blank = self._blank
         if blank < 0:
             return
