@@ -127,7 +127,7 @@ def equal_soon(directory: Path, url: str, *, delete: bool = True, timeout: float
 class Running:
     """``mirror_folder`` in a thread of its own, stopped (what the files hold mirrored) on exit."""
 
-    def __init__(self, directory: Path, url: str | list[str], **options: Any) -> None:
+    def __init__(self, directory: Path | SessionDirectory, url: str | list[str], **options: Any) -> None:
         self.stop = threading.Event()
         self.outcomes: list[MirrorOutcome] = []
         self.notices: list[str] = []
@@ -136,7 +136,7 @@ class Running:
         options.setdefault("notice", self.notices.append)
         self._thread = threading.Thread(target=self._run, args=(directory, url, options), daemon=True)
 
-    def _run(self, directory: Path, url: str | list[str], options: dict[str, Any]) -> None:
+    def _run(self, directory: Path | SessionDirectory, url: str | list[str], options: dict[str, Any]) -> None:
         try:
             asyncio.run(mirror_folder(directory, url, stop_event=self.stop, **options))
         except BaseException as exc:  # noqa: BLE001  (the test raises it)
