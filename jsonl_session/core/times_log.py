@@ -2,8 +2,8 @@
 
 The format and the readers are :mod:`jsonl_session.core.item_times`; this is what the session's
 writers call under its exclusive lock: :meth:`TimesLog.stamp` after an append (one record, one
-write at the end), :meth:`TimesLog.forget_popped` after a pop (:meth:`TimesLog.put_back` if
-its cut or sync fails), :meth:`TimesLog.forget_newest` after a rewind, :meth:`TimesLog.clear`, and
+write at the end), :meth:`TimesLog.forget_popped` after a pop (after its sync: a failed pop
+keeps its record), :meth:`TimesLog.forget_newest` after a rewind, :meth:`TimesLog.clear`, and
 :meth:`TimesLog.rewrite` after a rewrite. Nothing here raises ``OSError``: times are advisory.
 """
 
@@ -123,7 +123,6 @@ class TimesLog:
         "_fd",
         "_last_crc",
         "_last_end",
-        "_last_ms",
         "_recheck",
         "path",
     )
@@ -137,7 +136,6 @@ class TimesLog:
         # the sidecar's size (-1: it did not; the descriptor's offset says).
         self._last_crc = -1
         self._last_end = -1
-        self._last_ms = 0  # that record's time: a durable pop's failed sync writes it back
         self._blank = -1  # where this object's last pop blanked a record (-1: none since)
         self._recheck = 0  # the clock (ms) at which an append next checks the descriptor anyway
         close_in_forked_child(self)
@@ -180,7 +178,6 @@ class TimesLog:
                     # and ends where the blanked one did (the descriptor's offset)
                     self._write_at(records, blank)
                     self._last_crc, self._last_end, self._end = crc, size, size_before + len(payload)
-                    self._last_ms = ms
                     return
                 # Appended at ``size``, the end: every writer of the sidecar holds the session's lock.
                 self._last_end = size + len(records)
@@ -194,7 +191,6 @@ class TimesLog:
             # A record cut short (a full disk) is no record of ours: a pop must not take the 23
             # bytes before the offset for it.
             self._last_crc = crc if written == len(records) else -1
-            self._last_ms = ms
             self._end = size_before + len(payload)
         except OSError:
             self.close()  # try again with a fresh descriptor next time
@@ -235,21 +231,6 @@ class TimesLog:
             return True
         self._end, self._last_crc = size_after, -1
         return True
-
-    def put_back(self, line: bytes, size_after: int) -> None:
-        """The cut or the sync of a durable pop failed and its item (``line``, from ``size_after``)
-        is back in the session: so is its record, if :meth:`drop_own_record` blanked it."""
-        blank = self._blank
-        if blank < 0:
-            return
-        crc = fingerprint(line)
-        try:
-            self._write_at(b"%013d %08x\n" % (self._last_ms, crc), blank)
-        except OSError:
-            self.close()
-            return
-        self._blank = -1
-        self._last_crc, self._last_end, self._end = crc, blank + RECORD_BYTES, size_after + len(line) + 1
 
     def forget_newest(self, removed: Sequence[Any], size_after: int = -1) -> None:
         """Drop the records of items just removed from the end (a rewind), newest last.

@@ -266,32 +266,29 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
                 return self._pop(fd)
             handle = self._handle
             if not handle.folder_unsynced:
-                # The common pop is read, marked and its ``.times`` record blanked on the loop, and
-                # only the cut and its sync go to the worker: a worker's calls just after it wakes
-                # cost several times what the loop's do (docs/benchmarks.md, "pop_item, durable").
-                # An exception from a signal handler before the hand-off leaves the item in place
-                # without its time, as one after an append's write leaves it unsynced.
+                # The common pop is read and marked on the loop, and the cut, its sync and then the
+                # ``.times`` record go to the worker: a worker's calls just after it wakes cost
+                # several times what the loop's do, and the first change after a journal commit
+                # starts the next transaction, which costs the loop's next write ~1 µs if the record
+                # was blanked before the sync (docs/benchmarks.md, "pop_item, durable").
                 newest = storage.take_newest(fd, self.path, handle.size, handle.bump_mark)
                 if newest is not None:
                     item, size, removed = newest
-                    times = self._times
-                    blanked = times is not None and times.drop_own_record(removed[:-1], size)
-                    return await lock.finish_in_thread(self._cut_popped, fd, item, size, removed, blanked)
+                    return await lock.finish_in_thread(self._cut_popped, fd, item, size, removed)
             return await lock.finish_in_thread(self._pop, fd)
 
-    def _cut_popped(self, fd: int, item: Any, size: int, removed: bytes, blanked: bool) -> Any:
+    def _cut_popped(self, fd: int, item: Any, size: int, removed: bytes) -> Any:
         """The worker's half of a durable pop read on the loop (``removed``: its line and newline):
-        the cut and its sync, then the rest of the ``.times`` upkeep, which reads the sidecar when
-        the record was not the one this object wrote last; if the cut fails, its record goes back
-        with the line."""
+        the cut and its sync, then the ``.times`` upkeep, so a failed cut leaves the record as it
+        was, unless the line could not be put back either."""
         times = self._times
         try:
             storage.truncate(fd, size, durable=True, removed=removed)
         except BaseException:
-            if blanked and times is not None and _size_or_none(fd) == size + len(removed):
-                times.put_back(removed[:-1], size)  # the line is back: so is its time
+            if times is not None and _size_or_none(fd) != size + len(removed):
+                times.forget_popped(removed[:-1], size, fd)  # the line is gone after all
             raise
-        if times is not None and not blanked:
+        if times is not None:
             times.forget_popped(removed[:-1], size, fd)
         self._handle.left_as(size)
         return item

@@ -200,8 +200,9 @@ def _add_then_fail_a_pop(conn: Connection, directory: str, run: str) -> None:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("run", ["sync", "async"])
 def test_a_failed_pop_puts_back_its_items_time_too(tmp_path: Path, run: str) -> None:
-    """Catches: the durable async pop blanking its item's ``.times`` record on the loop and
-    leaving it blank when the sync fails: the item came back without its time."""
+    """Catches: a durable pop that blanks its item's ``.times`` record before its sync (the async
+    one did, on the loop) and leaves it blank when the sync fails: the item came back without
+    its time."""
     status, answer = answer_from_fork(_add_then_fail_a_pop, str(tmp_path), run)
     assert status == "ok", answer
     outcome, times = answer

@@ -36,8 +36,8 @@ def _item_of_line_length(length: int) -> dict[str, str]:
 
 
 def _popper(session: JSONLSession, how: str) -> Callable[[], Any]:
-    """``pop_item_sync``, or the async ``pop_item``, whose durable pop cuts on the loop
-    (``storage.cut_newest``) and syncs in a worker: another path through the same block."""
+    """``pop_item_sync``, or the async ``pop_item``, whose durable pop reads on the loop
+    (``storage.take_newest``) and cuts and syncs in a worker: another path through the same block."""
     if how == "async":
         return lambda: asyncio.run(session.pop_item())
     return session.pop_item_sync

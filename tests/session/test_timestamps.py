@@ -153,7 +153,7 @@ def test_every_call_gets_one_record_that_spans_its_lines_whatever_the_path(
 
 
 def pop(session: JSONLSession, how: str) -> Any:
-    """``pop_item_sync``, or the async ``pop_item`` (a durable one cuts on the loop, syncs in a worker)."""
+    """``pop_item_sync``, or the async ``pop_item`` (durable: read on the loop, cut and synced aside)."""
     return session.pop_item_sync() if how == "sync" else asyncio.run(session.pop_item())
 
 
