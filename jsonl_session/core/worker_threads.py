@@ -43,7 +43,10 @@ class PoolClosed(RuntimeError):
 class _Pool:
     def __init__(self) -> None:
         self._work: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)  # one release per worker back from a piece of work
+        # One entry per worker back from a piece of work. A C queue, not a threading.Semaphore,
+        # whose release is Python code run after the worker reported: the loop, woken by that
+        # report, waits for the GIL until the worker is back in ``get``.
+        self._idle: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -57,7 +60,12 @@ class _Pool:
 
     def _grow(self) -> None:
         """Start a thread for the work just queued, unless one is idle (or there are enough)."""
-        if not self._idle.acquire(blocking=False) and len(self._threads) < THREADS:
+        try:
+            self._idle.get_nowait()
+            return
+        except queue.Empty:
+            pass
+        if len(self._threads) < THREADS:
             thread = threading.Thread(
                 target=self._serve, name=f"jsonl-session-io-{len(self._threads)}", daemon=True
             )
@@ -86,7 +94,7 @@ class _Pool:
                 import traceback
 
                 traceback.print_exc()
-            self._idle.release()
+            self._idle.put(None)
 
 
 _pool: _Pool | None = None

@@ -66,3 +66,24 @@ def test_a_failing_piece_of_work_does_not_cost_a_thread(capfd: pytest.CaptureFix
     assert served.wait(30)
     workers.wait_for_all()
     assert "a bug of ours" in capfd.readouterr().err  # shown, not swallowed
+
+
+def test_work_handed_over_one_piece_at_a_time_reuses_one_thread() -> None:
+    """Catches: the idle count lost (a thread started for every piece of work, up to the cap)
+    or never taken (work queued behind a busy thread while an idle one is counted twice)."""
+    workers.wait_for_all()  # a fresh pool
+    names: list[str] = []
+
+    def note_thread(done: threading.Event) -> None:
+        names.append(threading.current_thread().name)
+        done.set()
+
+    for _ in range(workers.THREADS + 2):
+        done = threading.Event()
+        workers.submit(note_thread, done)
+        assert done.wait(30)
+        assert workers._pool is not None
+        idle = workers._pool._idle  # the worker counts itself idle after the work: wait for that
+        idle.put(idle.get(timeout=30))
+    workers.wait_for_all()
+    assert set(names) == {"jsonl-session-io-0"}, names
