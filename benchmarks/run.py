@@ -14,7 +14,8 @@ How it measures, so the ratios mean something on a shared 2-core machine:
 * every operation goes through the async API the SDK calls (``await session.add_items``),
   all stores in one event loop, timed with ``perf_counter_ns`` around the ``await``;
 * stores are *interleaved*: each repetition runs the operation once on every store (in a
-  rotating order) before the next repetition, so a burst of noise hits all of them.
+  random order, so no store always follows the same one) before the next repetition, so a
+  burst of noise hits all of them.
   Ratios are ratios of medians from the same repetitions;
 * each measured write is undone (untimed) before the next one, so a session stays at
   the size it is reported at: ``add_items([1 item])`` is followed by a timed
@@ -33,6 +34,7 @@ import gc
 import json
 import os
 import platform
+import random
 import shutil
 import sqlite3
 import statistics
@@ -67,6 +69,7 @@ STORES = {
     "raw": "floor: orjson + write",
     "raw-stamp": "floor: flock + orjson + write + a .times record",
     "raw-yield": "floor: orjson + write, after one yield to the loop",
+    "raw-guarded": "floor: one yield, flock + stat + orjson + write + a .times record",
 }
 OPS = {
     "add_1": "add_items (1 item)",
@@ -86,6 +89,8 @@ KEY_PAIRS = [
     ("jsonl-nofsync", "raw-stamp"),
     ("jsonl-nofsync", "raw-yield"),
     ("raw-yield", "raw"),
+    ("jsonl-nofsync", "raw-guarded"),
+    ("raw-guarded", "raw"),
 ]
 GIB = 1 << 30
 _RECORD_BYTES = len(b"%013d %08x\n" % (0, 0))  # one item's .times record
@@ -183,7 +188,9 @@ class RawFloor:
     With ``stamped``, an add and a pop do what every session now does by default besides the
     append: ``flock`` the file, and write (or, popping, cut) a record in the
     ``.times`` sidecar, its clock and CRC-32 made as ``item_times`` makes them. Nothing else
-    is added.
+    is added. With ``guarded`` too (and ``yield_first``), every system call a one-item add of a
+    ``durable=False`` session makes: the yield's, the lock, the ``stat`` of the path that notices
+    a replaced file, the write, the record and the unlock, with none of its checks.
     """
 
     def __init__(
@@ -194,8 +201,10 @@ class RawFloor:
         in_thread: bool = False,
         yield_first: bool = False,
         stamped: bool = False,
+        guarded: bool = False,
     ) -> None:
         self.path = path
+        self.guarded = guarded
         self.durable = durable
         self.in_thread = in_thread
         self.yield_first = yield_first
@@ -212,6 +221,8 @@ class RawFloor:
             payload = b"".join([orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE) for item in items])
         if self.times_fd >= 0:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if self.guarded:
+                os.stat(self.path, follow_symlinks=False)
             os.write(self.fd, payload)
             ms = time.time_ns() // 1_000_000
             if len(items) == 1:
@@ -301,6 +312,7 @@ class RawStore(JSONLStore):
         in_thread: bool = False,
         yield_first: bool = False,
         stamped: bool = False,
+        guarded: bool = False,
     ) -> None:
         super().__init__(name, directory, durable=False)
         self.session.close()
@@ -311,6 +323,7 @@ class RawStore(JSONLStore):
             in_thread=in_thread,
             yield_first=yield_first,
             stamped=stamped,
+            guarded=guarded,
         )
         if stamped:  # a floor for the one-item add; its reads would be the raw floor's again
             self.only = frozenset({"add_one_then_pop"})
@@ -328,6 +341,9 @@ def open_stores(directory: Path, names: list[str]) -> list[Store]:
         "raw": lambda: RawStore("raw", directory, durable=False),
         "raw-stamp": lambda: RawStore("raw-stamp", directory, durable=False, stamped=True),
         "raw-yield": lambda: RawStore("raw-yield", directory, durable=False, yield_first=True),
+        "raw-guarded": lambda: RawStore(
+            "raw-guarded", directory, durable=False, yield_first=True, stamped=True, guarded=True
+        ),
     }
     return [makers[name]() for name in names]
 
@@ -406,25 +422,33 @@ def repetitions(group: Group, size: int, scale: float) -> int:
 async def interleaved(
     stores_by_size: dict[int, list[Store]], group: Group, pool: Pool, reps: dict[int, int]
 ) -> dict[tuple[str, int, str], list[int]]:
-    """Run ``group`` once per store and size per repetition, rotating which store goes first.
+    """Run ``group`` once per store and size per repetition, in a new random order each time.
 
     Sizes are interleaved too, so "at 100,000 items within 1.5x of its own time at 1,000"
-    compares measurements taken under the same machine conditions.
+    compares measurements taken under the same machine conditions. Random, not rotating: a
+    rotation gives each store the same predecessor almost every time, and what one leaves
+    behind shows in the next one's microseconds (a durable pop's journal commit makes the next
+    write to any file start a new transaction; the same code run just before is warm), which
+    moved single-item ratios by up to 40 % (docs/benchmarks.md, "Method"). The seed is fixed,
+    so two runs use the same orders.
     """
     samples: dict[tuple[str, int, str], list[int]] = {}
     warmups = {size: max(2, count // 20) for size, count in reps.items()}
+    order = random.Random(group.__name__)
     for rep in range(max(warmups[size] + reps[size] for size in reps)):
-        for size, stores in stores_by_size.items():
-            if rep >= warmups[size] + reps[size]:
-                continue
-            shift = rep % len(stores)
-            for store in stores[shift:] + stores[:shift]:
-                if store.only is not None and group.__name__ not in store.only:
-                    continue
-                timings = await group(store, pool, rep)
-                if rep >= warmups[size]:
-                    for op, elapsed in timings.items():
-                        samples.setdefault((op, size, store.name), []).append(elapsed)
+        runs = [
+            (size, store)
+            for size, stores in stores_by_size.items()
+            if rep < warmups[size] + reps[size]
+            for store in stores
+            if store.only is None or group.__name__ in store.only
+        ]
+        order.shuffle(runs)
+        for size, store in runs:
+            timings = await group(store, pool, rep)
+            if rep >= warmups[size]:
+                for op, elapsed in timings.items():
+                    samples.setdefault((op, size, store.name), []).append(elapsed)
     return samples
 
 
@@ -670,10 +694,11 @@ def check_targets(results: dict[str, Any], sizes: list[int]) -> list[dict[str, A
         floor_in_thread=worst("add_1", "raw-fsync-thread", "sqlite-file"),
     )
     target(  # 5x, not 4x: every async call yields once, which the raw floor does not
-        "add_items 1 item, fsync off: JSONL / raw floor (worst size; floor column: floor after one yield)",
+        "add_items 1 item, fsync off: JSONL / raw floor (worst size; floor column: the floor that makes "
+        "the same system calls, one yield, flock, stat, write, record, unlock)",
         worst("add_1", "jsonl-nofsync", "raw"),
         5.0,
-        worst("add_1", "raw-yield", "raw") if "raw-yield" in lat["add_1"] else None,  # the yield alone
+        worst("add_1", "raw-guarded", "raw") if "raw-guarded" in lat["add_1"] else None,
     )
     if "raw-stamp" in lat["add_1"]:
         target(  # the floor above pays for no lock and no record, which every session now writes
@@ -857,6 +882,7 @@ def plot(results: dict[str, Any], sizes: list[int], path: Path) -> None:
         "raw": ("tab:gray", "^", "--"),
         "raw-stamp": ("tab:gray", "d", "--"),
         "raw-yield": ("tab:gray", "x", "-."),
+        "raw-guarded": ("tab:gray", "+", ":"),
     }
     for axis, (op, label) in zip(axes.flat, OPS.items()):
         for name in results["meta"]["stores"]:
