@@ -173,6 +173,7 @@ class FileHandle:
         self._holder = 0  # token of the Locked/AsyncLocked holding the lock, 0 when free
         self._holder_thread = 0  # to refuse a same-thread deadlock
         self._reopen = False  # drop the descriptor on release (the file was replaced)
+        self._then: Callable[[], object] | None = None  # a close()'s ``then``, run on release
         self._abandoned: weakref.ref[object] | None = None  # see try_lock
         fork_safety.close_in_forked_child(self)
 
@@ -291,16 +292,20 @@ class FileHandle:
         """Inside a locked block: the file was replaced or deleted, reopen it next time."""
         self._reopen = True
 
-    def close(self) -> None:
-        """Close the cached descriptor (it is reopened if the handle is used again).
+    def close(self, then: Callable[[], object] | None = None) -> None:
+        """Close the cached descriptor (it is reopened if the handle is used again), then call
+        ``then`` (what else the lock's holders write through, the ``.times`` sidecar's).
 
-        Inside a locked block the descriptor is closed when the block ends.
+        Inside a locked block, a worker's too, both happen when the block ends.
         """
         with self._state:
             if self._holder:
                 self._reopen = True
+                self._then = then
             else:
                 self._drop()
+                if then is not None:
+                    then()
 
     def after_fork_in_child(self) -> None:
         """Close the descriptor a forked child inherited, and forget the parent's lock state.
@@ -317,6 +322,7 @@ class FileHandle:
         self._state = threading.RLock()
         self._holder = self._holder_thread = 0
         self._reopen = False
+        self._then = None  # the sidecar closes itself in the child (fork_safety)
         self._abandoned = None
 
     # -- the protocol: every change of state happens under self._state ---------------------
@@ -392,6 +398,9 @@ class FileHandle:
                 if self._reopen:
                     self._reopen = False
                     self._drop()
+                    then, self._then = self._then, None
+                    if then is not None:
+                        then()
 
     def lock_waiting(
         self, owner: object, token: int, write: bool, create: bool, timeout: float | None

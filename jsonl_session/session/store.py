@@ -429,12 +429,11 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
         return watch_session_sync(self, **options)
 
     def close(self) -> None:
-        """Close the file descriptors this object keeps open (they reopen if used again)."""
-        self._handle.close()
+        """Close the file descriptors this object keeps open (they reopen if used again); those
+        a worker still writes through (a durable call whose caller stopped waiting) when it is done."""
+        self._handle.close(None if self._times is None else self._times.close)
         if self._router is not None:
             self._router.close()
-        if self._times is not None:
-            self._times.close()
 
     # -- one implementation behind both faces -------------------------------------------
 
