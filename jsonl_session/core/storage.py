@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    Lost = Callable[[bytes, int], object]  # storage.truncate's ``lost``
+
 _fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
 _POP_BLOCK = 16 * 1024  # a pop reads this much of the end first: a last line shorter needs no second read
 
@@ -109,11 +111,12 @@ def pop(
     durable: bool,
     size: int | None = None,
     bump: Callable[[int], object] = change_mark.bump,
+    lost: Lost | None = None,
 ) -> tuple[Any, int, bytes]:
     """Remove the newest item by truncating to the start of its line: the item (None when there
     is none), the file's size now and the item's line (without its newline, or a BOM before
     it), whose fingerprint finds its time. ``bump`` marks the change (``FileHandle.bump_mark``
-    knows the file id already)."""
+    knows the file id already); ``lost`` as for :func:`truncate`."""
     if size is None:
         size = os.fstat(fd).st_size
     if not size:
@@ -122,13 +125,13 @@ def pop(
     newest = _newest_line(fd, path, size)
     if newest is not None:
         item, offset, removed = newest
-        _truncate(fd, path, offset, durable=durable, removed=removed, end=size)
+        _cut(fd, path, offset, size, removed[:-1], durable=durable, removed=removed, lost=lost)
         return item, offset, removed[:-1]
     tail_offset, tail = read_tail(fd, size)
     if not codec.is_blank(tail):
         item = parse_item(tail)
         if item is not None:
-            _truncate(fd, path, tail_offset, durable=durable)
+            _cut(fd, path, tail_offset, size, tail, durable=durable, lost=lost)
             return item, tail_offset, tail
         size = _move_torn_tail(fd, path, tail_offset, tail, durable=durable)
     lines, _, _ = newest_lines(fd, size, 1)
@@ -136,7 +139,7 @@ def pop(
         return None, size, b""
     offset, line = lines[-1]
     item = decode_at(fd, path, offset, line)
-    _truncate(fd, path, offset, durable=durable)
+    _cut(fd, path, offset, size, line, durable=durable, lost=lost)
     return item, offset, line
 
 
@@ -352,12 +355,46 @@ def _truncate(
         kept.close()
 
 
-def truncate(fd: int, size: int, *, durable: bool, removed: bytes | None = None) -> None:
+def truncate(
+    fd: int, size: int, *, durable: bool, removed: bytes | None = None, lost: Lost | None = None
+) -> None:
     """Cut the file to ``size`` bytes; if that cannot be made durable, the bytes go back and it raises.
 
     The removed bytes are kept in memory (callers cut a few turns); ``pop`` and ``clear``
     spill big ones next to the session instead (see ``undo_buffer``). ``removed``: those bytes,
-    when the caller has read them (:func:`take_newest`).
+    when the caller has read them (:func:`take_newest`), one line. ``lost(line, size)`` is
+    called if that line was cut and could not be put back either (the disk refused it): a pop's
+    ``TimesLog.forget_popped``, so that no record outlives its line.
     """
-    end = -1 if removed is None else size + len(removed)
-    _truncate(fd, None, size, durable=durable, removed=removed, end=end)
+    if removed is None:
+        _truncate(fd, None, size, durable=durable)
+    else:
+        _cut(fd, None, size, size + len(removed), removed[:-1], durable=durable, removed=removed, lost=lost)
+
+
+def _cut(
+    fd: int,
+    path: Path | None,
+    offset: int,
+    end: int,
+    line: bytes,
+    *,
+    durable: bool,
+    removed: bytes | None = None,
+    lost: Lost | None = None,
+) -> None:
+    """:func:`_truncate` of the one ``line`` from ``offset`` to ``end``; ``lost(line, offset)`` if
+    that raised with the line neither kept nor put back."""
+    try:
+        _truncate(fd, path, offset, durable=durable, removed=removed, end=end)
+    except BaseException:
+        if lost is not None and _size_or_none(fd) != end:
+            lost(line, offset)
+        raise
+
+
+def _size_or_none(fd: int) -> int | None:
+    try:
+        return os.fstat(fd).st_size
+    except OSError:
+        return None

@@ -3,8 +3,9 @@
 The format and the readers are :mod:`jsonl_session.core.item_times`; this is what the session's
 writers call under its exclusive lock: :meth:`TimesLog.stamp` after an append (one record, one
 write at the end), :meth:`TimesLog.forget_popped` after a pop (after its sync: a failed pop
-keeps its record), :meth:`TimesLog.forget_newest` after a rewind, :meth:`TimesLog.clear`, and
-:meth:`TimesLog.rewrite` after a rewrite. Nothing here raises ``OSError``: times are advisory.
+keeps its record unless its line could not be put back), :meth:`TimesLog.forget_newest` after
+a rewind, :meth:`TimesLog.clear`, and :meth:`TimesLog.rewrite` after a rewrite. Nothing here
+raises ``OSError``: times are advisory.
 """
 
 from __future__ import annotations

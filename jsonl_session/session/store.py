@@ -282,12 +282,9 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
         the cut and its sync, then the ``.times`` upkeep, so a failed cut leaves the record as it
         was, unless the line could not be put back either."""
         times = self._times
-        try:
-            storage.truncate(fd, size, durable=True, removed=removed)
-        except BaseException:
-            if times is not None and _size_or_none(fd) != size + len(removed):
-                times.forget_popped(removed[:-1], size, fd)  # the line is gone after all
-            raise
+        storage.truncate(
+            fd, size, durable=True, removed=removed, lost=None if times is None else times.forget_popped
+        )
         if times is not None:
             times.forget_popped(removed[:-1], size, fd)
         self._handle.left_as(size)
@@ -467,12 +464,18 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
         durable = handle.durable  # not the property: a durable pop runs this in a cold worker thread
         if handle.folder_unsynced:
             handle.sync_folder_once()
+        times = self._times
         item, size, line = storage.pop(
-            fd, self.path, durable=durable, size=handle.size, bump=handle.bump_mark
+            fd,
+            self.path,
+            durable=durable,
+            size=handle.size,
+            bump=handle.bump_mark,
+            lost=None if times is None else times.forget_popped,
         )
         if item is not None:
-            if self._times is not None:
-                self._times.forget_popped(line, size, fd, durable=durable)
+            if times is not None:
+                times.forget_popped(line, size, fd, durable=durable)
             handle.left_as(size)  # cut at a line's start: the next append need not look
         return item
 
@@ -486,13 +489,6 @@ class JSONLSession(HistoryMethods, MetadataMethods, TimestampMethods):
             # A paused run resumes turns that are gone now (as after ``rewind``); the usage
             # log is a ledger of tokens spent, and stays (docs/history.md).
             paused_runs.clear(self.path, durable=self.durable)
-
-
-def _size_or_none(fd: int) -> int | None:
-    try:
-        return os.fstat(fd).st_size
-    except OSError:
-        return None
 
 
 async def _yield_once() -> None:
