@@ -45,7 +45,7 @@ class _Pool:
         self._work: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
         # One entry per worker back from a piece of work. A C queue, not a threading.Semaphore,
         # whose release is Python code run after the worker reported: the loop, woken by that
-        # report, waits for the GIL until the worker is back in ``get``.
+        # report, can wait for the GIL until the worker is back in ``get``.
         self._idle: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()

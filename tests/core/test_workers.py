@@ -85,5 +85,13 @@ def test_work_handed_over_one_piece_at_a_time_reuses_one_thread() -> None:
         assert workers._pool is not None
         idle = workers._pool._idle  # the worker counts itself idle after the work: wait for that
         idle.put(idle.get(timeout=30))
+    # The idle entry is taken: a piece handed over while the one thread is busy gets a thread.
+    busy, release = threading.Event(), threading.Event()
+    workers.submit(lambda: (busy.set(), release.wait(30)))
+    assert busy.wait(30)
+    served = threading.Event()
+    workers.submit(served.set)
+    assert served.wait(30)  # not queued behind the busy one
+    release.set()
     workers.wait_for_all()
     assert set(names) == {"jsonl-session-io-0"}, names
