@@ -87,7 +87,12 @@ def test_work_handed_over_one_piece_at_a_time_reuses_one_thread() -> None:
         idle.put(idle.get(timeout=30))
     # The idle entry is taken: a piece handed over while the one thread is busy gets a thread.
     busy, release = threading.Event(), threading.Event()
-    workers.submit(lambda: (busy.set(), release.wait(30)))
+
+    def hold_the_thread() -> None:
+        busy.set()
+        release.wait(30)
+
+    workers.submit(hold_the_thread)
     assert busy.wait(30)
     served = threading.Event()
     workers.submit(served.set)
