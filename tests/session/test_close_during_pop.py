@@ -10,25 +10,19 @@ file's own descriptor already waited for the release; now the sidecar's does too
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from pathlib import Path
 
 import pytest
+from watch_helpers import open_fds
 
 from jsonl_session import JSONLSession
 from jsonl_session.core import item_times, storage
 
 
 def _open(path: Path) -> bool:
-    """Whether this process has a descriptor open on ``path`` (``/proc/self/fd``)."""
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            if os.readlink(f"/proc/self/fd/{name}") == str(path.resolve()):
-                return True
-        except OSError:
-            continue  # the descriptor listdir itself used, closed since
-    return False
+    """Whether this process has a descriptor open on ``path``."""
+    return str(path.resolve()) in open_fds().values()
 
 
 @pytest.mark.timeout(60)
