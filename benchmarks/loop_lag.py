@@ -322,9 +322,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 async def run(scratch: Path, rounds: int, seconds: float, big: int, reads: int, log: Any) -> dict[str, Any]:
     per_round: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
+    order = outputs.random_order("loop_lag")
     for round_ in range(rounds):
-        order = list(KINDS)[round_ % 3 :] + list(KINDS)[: round_ % 3]  # rotate who goes first
-        for kind in order:
+        for kind in order(KINDS):
             directory = scratch / f"{kind}-{round_}"
             directory.mkdir(parents=True)
             per_round[kind].append(await conversations(kind, directory, seconds, round_))

@@ -83,7 +83,6 @@ def main(argv: list[str] | None = None) -> int:
         timings = outputs.interleaved(
             {"plain": lambda: listing(plain), "with-metadata": lambda: listing(rich)},
             repetitions,
-            rotate=True,
         )
         paused = sum(info.paused for info in SessionDirectory(rich).list())
         forks = sum(info.forked_from is not None for info in SessionDirectory(rich).list())

@@ -4,8 +4,9 @@
 A run to try something out must not replace them, so every benchmark writes to
 ``benchmarks/output/`` (ignored by git) unless given ``--out DIR`` (a folder, for every script) or
 ``--update-results``. The machine is shared and noisy, so the commands being compared run in
-rounds (:func:`interleaved`), one of each per round, and the results are medians of the rounds:
-a burst of load hits every command alike, and ratios of medians from one run stay comparable.
+rounds (:func:`interleaved`), one of each per round in a new random order (:func:`random_order`),
+and the results are medians of the rounds: a burst of load hits every command alike, and ratios
+of medians from one run stay comparable.
 
 Example:
     >>> parser = argparse.ArgumentParser()
@@ -22,10 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,19 +92,32 @@ def timed(
     return time.perf_counter() - start
 
 
-def interleaved(
-    tasks: Mapping[str, Callable[[], T]], runs: int, *, warmup: int = 0, rotate: bool = False
-) -> dict[str, list[T]]:
-    """Each task once per round, for ``warmup`` rounds not kept and then ``runs`` kept.
+def random_order(seed: str) -> Callable[[Iterable[T]], list[T]]:
+    """A function that returns its items in a new random order at each call; the same seed gives
+    the same orders, so two runs of a benchmark measure alike.
 
-    In order, or with ``rotate`` each round starting one task later (two tasks alternate who goes
-    first), for tasks where going first or second costs something of its own.
+    Every benchmark's rounds run in it. A fixed order or a rotation gives each task the same
+    predecessor (almost) every round, and what one leaves behind shows in the next one's time: a
+    journal transaction an ``fdatasync`` closed, code still warm, a page cache just filled
+    (docs/benchmarks.md, "Method").
     """
-    names = list(tasks)
-    kept: dict[str, list[T]] = {name: [] for name in names}
+    generator = random.Random(seed)
+
+    def shuffled(items: Iterable[T]) -> list[T]:
+        ordered = list(items)
+        generator.shuffle(ordered)
+        return ordered
+
+    return shuffled
+
+
+def interleaved(tasks: Mapping[str, Callable[[], T]], runs: int, *, warmup: int = 0) -> dict[str, list[T]]:
+    """Each task once per round, in a new :func:`random_order` each round, for ``warmup`` rounds
+    not kept and then ``runs`` kept."""
+    kept: dict[str, list[T]] = {name: [] for name in tasks}
+    order = random_order(" ".join(tasks))
     for round_ in range(warmup + runs):
-        first = round_ % len(names) if rotate else 0
-        for name in names[first:] + names[:first]:
+        for name in order(tasks):
             value = tasks[name]()
             if round_ >= warmup:
                 kept[name].append(value)

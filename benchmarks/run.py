@@ -34,7 +34,6 @@ import gc
 import json
 import os
 import platform
-import random
 import shutil
 import sqlite3
 import statistics
@@ -434,16 +433,15 @@ async def interleaved(
     """
     samples: dict[tuple[str, int, str], list[int]] = {}
     warmups = {size: max(2, count // 20) for size, count in reps.items()}
-    order = random.Random(group.__name__)
+    order = outputs.random_order(group.__name__)
     for rep in range(max(warmups[size] + reps[size] for size in reps)):
-        runs = [
+        runs = order(
             (size, store)
             for size, stores in stores_by_size.items()
             if rep < warmups[size] + reps[size]
             for store in stores
             if store.only is None or group.__name__ in store.only
-        ]
-        order.shuffle(runs)
+        )
         for size, store in runs:
             timings = await group(store, pool, rep)
             if rep >= warmups[size]:

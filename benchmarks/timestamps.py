@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import os
 import platform
-import random
 import shutil
 import sys
 import time
@@ -86,7 +85,10 @@ async def measure(directory: Path, sizes: list[int], scale: float, log: Any) -> 
             for size, stores in stores_by_size.items():
                 for kind in BOUNDS:  # a durable pair, then a pair without fsync
                     pair = [store for store in stores if store.name.split("+")[0] == kind]
-                    for (op, name), values in (await shuffled(pair, group, pool, count)).items():
+                    # One pair at a time: a store run just after a durable one's ``fdatasync``
+                    # pays for starting the journal's next transaction.
+                    samples = await run.interleaved({size: pair}, group, pool, {size: count})
+                    for (op, _, name), values in samples.items():
                         latency.setdefault(op, {}).setdefault(name, {})[str(size)] = run.summarise(values)
             log(f"{group.__name__} x{count} in {time.monotonic() - started:.1f}s")
         run.check_sizes(stores_by_size)
@@ -95,29 +97,6 @@ async def measure(directory: Path, sizes: list[int], scale: float, log: Any) -> 
             for store in stores:
                 store.close()
     return latency
-
-
-async def shuffled(
-    stores: list[run.Store], group: run.Group, pool: run.Pool, count: int
-) -> dict[tuple[str, str], list[int]]:
-    """``group`` on each store once per repetition, in a random order each time (after a warm-up).
-
-    Not ``run.interleaved``'s rotation: a rotation keeps each store after the same neighbour, and
-    a store that always ran just after a durable one's ``fdatasync`` was measured ~15 % slower.
-    The durable and the fsync-free pairs are measured apart for the same reason.
-    """
-    samples: dict[tuple[str, str], list[int]] = {}
-    order = random.Random(26)
-    warmup = max(2, count // 20)
-    for rep in range(warmup + count):
-        stores = stores[:]
-        order.shuffle(stores)
-        for store in stores:
-            timings = await group(store, pool, rep)
-            if rep >= warmup:
-                for op, elapsed in timings.items():
-                    samples.setdefault((op, store.name), []).append(elapsed)
-    return samples
 
 
 def raw_floor(directory: Path, count: int) -> dict[str, dict[str, float]]:
@@ -156,11 +135,10 @@ def raw_floor(directory: Path, count: int) -> dict[str, dict[str, float]]:
             v: os.open(directory / f"{op}-{v[0]}-{v[1]}.times", os.O_RDWR | os.O_CREAT | os.O_APPEND)
             for v in variants
         }
-        order = random.Random(26)
+        order = outputs.random_order("timestamps: the raw floor")
         clock, crc, perf = time.time_ns, zlib.crc32, time.perf_counter_ns
         for rep in range(count + max(2, count // 20)):
-            order.shuffle(variants)
-            for durable, stamped in variants:
+            for durable, stamped in order(variants):
                 fd, side = fds[(durable, stamped)], sidecars[(durable, stamped)]
                 start = perf()
                 fcntl.flock(fd, fcntl.LOCK_EX)

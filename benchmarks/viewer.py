@@ -200,10 +200,10 @@ def serve_page_open(folder: Path, session_id: str, rounds: int, baseline: Path |
         f"{name}_{kind}_{clock}" for name in servers for kind in ("cold", "warm") for clock in ("ms", "cpu")
     ]
     times: dict[str, list[float]] = {key: [] for key in keys}
+    order = outputs.random_order("viewer")
     try:
         for n in range(rounds):
-            order = list(servers) if n % 2 == 0 else list(reversed(servers))
-            for name in order:
+            for name in order(servers):
                 process, host, port = servers[name]
                 for kind in ("cold", "warm"):
                     wall, cpu = open_page_ms(host, port, f"open{n}", process.pid)

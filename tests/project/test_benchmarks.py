@@ -103,17 +103,27 @@ def test_every_benchmark_prints_help_with_the_shared_options(script: str) -> Non
         assert option in done.stdout, option
 
 
-def test_rounds_run_every_task_once_each_and_keep_only_the_rounds_after_the_warmup() -> None:
+def test_rounds_run_every_task_once_each_in_a_new_order_and_keep_only_the_rounds_after_the_warmup() -> None:
     ran: list[str] = []
 
     def task(name: str) -> str:
         ran.append(name)
         return f"{name}{len(ran)}"
 
-    tasks = {name: functools.partial(task, name) for name in "abc"}
-    kept = outputs.interleaved(tasks, 2, warmup=1, rotate=True)
-    assert ran == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
-    assert kept == {"a": ["a6", "a8"], "b": ["b4", "b9"], "c": ["c5", "c7"]}
+    tasks = {name: functools.partial(task, name) for name in "abcd"}
+    kept = outputs.interleaved(tasks, 39, warmup=1)
+    rounds = [ran[start : start + 4] for start in range(0, len(ran), 4)]
+    assert len(rounds) == 40
+    assert all(sorted(order) == list("abcd") for order in rounds)
+    # Not a fixed order, nor a rotation: each task follows every other one in some round.
+    predecessors = {(order[i - 1], order[i]) for order in rounds for i in range(1, 4)}
+    assert predecessors == {(x, y) for x in "abcd" for y in "abcd" if x != y}
+    for name in "abcd":
+        assert kept[name] == [f"{name}{4 + 4 * n + rounds[n + 1].index(name) + 1}" for n in range(39)]
+    first = list(ran)
+    ran.clear()
+    outputs.interleaved(tasks, 39, warmup=1)
+    assert ran == first  # the seed is fixed: two runs measure in the same orders
     assert outputs.medians({"x": [3.0, 1.0, 2.0], "y": [1.0, 4.0]}) == {"x": 2.0, "y": 2.5}
 
 
