@@ -200,7 +200,7 @@ def _add_then_fail_a_pop(conn: Connection, directory: str, run: str) -> None:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("run", ["sync", "async"])
-def test_a_failed_pop_puts_back_its_items_time_too(tmp_path: Path, run: str) -> None:
+def test_a_failed_pop_leaves_its_items_time_as_it_was(tmp_path: Path, run: str) -> None:
     """Catches: a durable pop that blanks its item's ``.times`` record before its sync (the async
     one did, on the loop) and leaves it blank when the sync fails: the item came back without
     its time."""
