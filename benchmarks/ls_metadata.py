@@ -8,13 +8,17 @@ Usage (from the repository root)::
 
 Two folders hold the same 1,000 sessions (20 items each). In the second, every session has a
 usage log, one in ten is a fork (``.lineage``) and one in twenty has a paused run (``.run``):
-the listing tells ``list()`` which sidecars exist, so only forks cost a read more. The two
-folders are listed alternately, so noise on the shared machine hits both; medians are compared.
+the listing tells ``list()`` which sidecars exist, so only forks cost a read more. Both folders
+are listed with the listing cache warm (as every ``ls`` after the first) and without it
+(``JSONL_SESSION_CACHE=off``: every session read), in interleaved rounds, so noise on the
+shared machine hits all four; medians are compared.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import platform
 import shutil
 import sys
@@ -30,6 +34,7 @@ import outputs  # benchmarks/outputs.py (this script's folder is on sys.path)
 from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.core.sidecar_files import LINEAGE, RUN, USAGE, sidecar, stable_json, write_json
 from jsonl_session.history.lineage import new_lineage
+from jsonl_session.session import listing_cache
 
 ITEMS = [
     {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n} " + "x" * 200} for n in range(20)
@@ -68,12 +73,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("a --quick run is a smoke test, not a result: it does not update the committed results")
     sessions, repetitions = (100, 3) if args.quick else (1000, 15)
     scratch = Path(tempfile.mkdtemp(prefix="ls-metadata-"))
+    # The listing cache of these folders goes with them, not into the user's own cache.
+    os.environ["XDG_CACHE_HOME"] = str(scratch / "cache")
     try:
         plain, rich = scratch / "plain", scratch / "with-metadata"
         build(plain, sessions, metadata=False)
         build(rich, sessions, metadata=True)
+        # A file changed in the last two seconds is never cached (file system clocks tick
+        # coarsely): without this wait the cache would fill part-way through the rounds.
+        time.sleep(listing_cache.RACY_NS / 1e9)
 
-        def listing(folder: Path) -> float:
+        def listing(folder: Path, cache: bool) -> float:
+            os.environ["JSONL_SESSION_CACHE"] = "on" if cache else "off"
             start = time.perf_counter()
             infos = SessionDirectory(folder).list()
             elapsed = time.perf_counter() - start
@@ -81,23 +92,36 @@ def main(argv: list[str] | None = None) -> int:
             return elapsed
 
         timings = outputs.interleaved(
-            {"plain": lambda: listing(plain), "with-metadata": lambda: listing(rich)},
+            {
+                f"{name}, {'cache warm' if cache else 'no cache'}": functools.partial(listing, folder, cache)
+                for name, folder in (("plain", plain), ("with-metadata", rich))
+                for cache in (True, False)
+            },
             repetitions,
+            warmup=1,  # fills the cache, as the first ls after the writes does
         )
         paused = sum(info.paused for info in SessionDirectory(rich).list())
         forks = sum(info.forked_from is not None for info in SessionDirectory(rich).list())
     finally:
         shutil.rmtree(scratch)
     medians = {name: value * 1000 for name, value in outputs.medians(timings).items()}
-    ratio = medians["with-metadata"] / medians["plain"]
+    ratios = {
+        cache: medians[f"with-metadata, {cache}"] / medians[f"plain, {cache}"]
+        for cache in ("cache warm", "no cache")
+    }
     print(f"SessionDirectory.list() on {sessions} sessions ({repetitions} repetitions, median ms)")
-    print(f"  plain folder                     {medians['plain']:8.1f}")
-    print(f"  + usage logs, {forks} forks, {paused} paused {medians['with-metadata']:8.1f}  ({ratio:.2f}x)")
+    print(f"{'':38} {'cache warm':>10} {'no cache':>10}")
+    for name, label in (
+        ("plain", "plain folder"),
+        ("with-metadata", f"+ usage logs, {forks} forks, {paused} paused"),
+    ):
+        print(f"  {label:36} {medians[f'{name}, cache warm']:10.1f} {medians[f'{name}, no cache']:10.1f}")
+    print(f"  {'ratio':36} {ratios['cache warm']:9.2f}x {ratios['no cache']:9.2f}x")
     result = {
         "sessions": sessions,
         "repetitions": repetitions,
         "median_ms": {name: round(value, 2) for name, value in medians.items()},
-        "ratio": round(ratio, 3),
+        "ratio": {cache: round(value, 3) for cache, value in ratios.items()},
         "forks": forks,
         "paused": paused,
         "python": platform.python_version(),
