@@ -195,6 +195,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
+    from ..core.errors import SessionNotFoundError
     from ..tools.grep import search
 
     folder = directory(args)
@@ -204,7 +205,15 @@ def cmd_grep(args: argparse.Namespace) -> int:
     else:  # a folder's ids name regular files already: no session object or pathlib needed (start-up)
         sessions = [(session_id, folder.session_path(session_id)) for session_id in folder.ids()]
     skipped: list[Exception] = []
-    on_error = None if args.ids else (lambda _path, exc: skipped.append(exc))
+
+    def skip(_path: object, exc: Exception) -> None:
+        if not isinstance(exc, SessionNotFoundError):  # one deleted since the listing is just gone
+            skipped.append(exc)
+
+    def fail(_path: object, exc: Exception) -> None:
+        raise exc  # a session named, even one deleted while grep waited for its lock
+
+    on_error = fail if args.ids else skip
     try:
         hits = search(
             sessions,

@@ -45,7 +45,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack
 
 from ..core import codec, reads
-from ..core.errors import JSONLSessionError
+from ..core.errors import JSONLSessionError, SessionNotFoundError
 from ..core.locking import DEFAULT_LOCK_TIMEOUT
 from ..core.transaction import Transaction
 from ..render.item_text import heading, label, text_of
@@ -122,7 +122,8 @@ def search(
     Files are read as :func:`matching_items` reads them (under their shared locks, bad lines
     skipped, a plain word pre-filtered in the raw bytes); one that cannot be read goes to
     ``on_error(path, error)`` and the rest are searched, or, without ``on_error``, its
-    error is raised.
+    error is raised. One deleted since it was listed is skipped, and told to ``on_error`` as a
+    :class:`SessionNotFoundError` (a caller that named it may call that an error).
 
     Raises:
         re.error: ``pattern`` is not a regular expression (at the call, before any file is read).
@@ -288,7 +289,8 @@ def matching_items(
     Each file is read under its shared lock; blank, malformed and torn lines are skipped
     (they are ``check``'s business, not grep's), as are lines that hold no JSON object. A
     file that cannot be read is passed to ``on_error(path, error)`` and skipped, or, without
-    ``on_error``, its error is raised. With a pre-filter, a batch of files is locked
+    ``on_error``, its error is raised; one deleted since it was listed is skipped, and passed
+    to ``on_error`` as a :class:`SessionNotFoundError`. With a pre-filter, a batch of files is locked
     together while the system's ``grep`` reads them (``system_grep``); otherwise, or
     without a usable grep, one file at a time is read and searched in Python.
 
@@ -372,10 +374,17 @@ def _lock_batch(
             on_error(path, exc)
             index += 1
             continue
+        if not file.exists:  # deleted since it was listed (or while waiting for its lock)
+            if on_error is not None:
+                if batch:
+                    break  # reported when it heads the next batch
+                gone = "no such session (deleted before it could be read)"
+                on_error(path, SessionNotFoundError(path, gone))
+            index += 1
+            continue
         index += 1
-        if file.exists:  # else deleted since the folder was listed
-            batch.append((index - 1, path, file.fd, file.size))
-            size += file.size
+        batch.append((index - 1, path, file.fd, file.size))
+        size += file.size
     return index
 
 

@@ -310,6 +310,51 @@ def test_named_sessions_print_what_they_found_before_the_one_that_fails(
     assert result.code == 1 and "b.jsonl: lock not acquired within 0.2s" in result.err
 
 
+@pytest.mark.parametrize("engine", [{}, {system_grep.DISABLE_VARIABLE: "1"}], ids=["system grep", "python"])
+def test_a_named_session_deleted_while_grep_waits_for_it_is_an_error_not_a_silent_skip(
+    sessions_dir: Path, engine: dict[str, str]
+) -> None:
+    """Catches: ``grep needle a b c`` with ``b`` deleted by the process that held its lock while
+    grep waited for it: ``b`` was skipped without a word, and grep said 0 (found)."""
+    out, err, code = _grep_while_b_is_deleted(sessions_dir, engine, "a", "b", "c")
+    assert out == "a:1: user: needle in a\n"
+    assert code == 1
+    assert err.count("\n") == 1 and "b.jsonl: no such session (deleted before it could be read)" in err
+
+
+@pytest.mark.parametrize("engine", [{}, {system_grep.DISABLE_VARIABLE: "1"}], ids=["system grep", "python"])
+def test_a_session_deleted_while_a_folder_grep_waits_for_it_is_simply_gone(
+    sessions_dir: Path, engine: dict[str, str]
+) -> None:
+    out, err, code = _grep_while_b_is_deleted(sessions_dir, engine)
+    assert (out, err, code) == ("a:1: user: needle in a\nc:1: user: needle in c\n", "", 0)
+
+
+def _grep_while_b_is_deleted(sessions_dir: Path, engine: dict[str, str], *ids: str) -> tuple[str, str, int]:
+    """``grep needle [IDS]``, ``b`` deleted by the process holding its lock once grep waits for it."""
+    _needle_in_a_b_and_c(sessions_dir)
+    busy = sessions_dir / "b.jsonl"
+    holder = FileHandle(busy)
+    command = [sys.executable, "-m", "jsonl_session", "grep", "needle", *ids, "--dir", str(sessions_dir)]
+    with holder.locked(write=True, create=False):
+        grep = subprocess.Popen(
+            [*command, "--lock-timeout", "30"],
+            env=cli_env(**engine),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not _open_by(grep.pid, busy):  # it has reached b, and waits for its lock
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                grep.wait(timeout=0.002)
+            assert grep.returncode is None and time.monotonic() < deadline
+        busy.unlink()  # under its lock, as ``rm`` deletes a session
+    holder.close()
+    out, err = grep.communicate(timeout=60)
+    return out, err, grep.returncode
+
+
 def test_a_grep_run_with_sigchld_ignored_still_answers(sessions_dir: Path) -> None:
     # SIGCHLD ignored (inherited from a parent that set it) makes waitpid fail with ECHILD
     write_lines(sessions_dir / "many.jsonl", LINES)
