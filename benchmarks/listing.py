@@ -36,7 +36,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from jsonl_session import JSONLSession
-from jsonl_session.session import listing_cache
 
 PAGE = """
 import sys
@@ -119,8 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         make_folder(folder, sessions)
         made = time.perf_counter() - started
-        # Files changed in the last two seconds are never cached (listing_cache.RACY_NS).
-        time.sleep(max(0.0, listing_cache.RACY_NS / 1e9 + 0.2 - (time.perf_counter() - started - made)))
+        outputs.wait_until_cacheable(time.monotonic())
         cold = outputs.timed([cli, "ls", "--dir", str(folder)], env=env)  # the first listing fills the cache
         floor_read = outputs.timed([sys.executable, "-c", FLOOR, str(folder)], env=env)
         floor_locked = outputs.timed([sys.executable, "-c", LOCKED_FLOOR, str(folder)], env=env)

@@ -34,7 +34,6 @@ import outputs  # benchmarks/outputs.py (this script's folder is on sys.path)
 from jsonl_session import JSONLSession, SessionDirectory
 from jsonl_session.core.sidecar_files import LINEAGE, RUN, USAGE, sidecar, stable_json, write_json
 from jsonl_session.history.lineage import new_lineage
-from jsonl_session.session import listing_cache
 
 ITEMS = [
     {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n} " + "x" * 200} for n in range(20)
@@ -79,9 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         plain, rich = scratch / "plain", scratch / "with-metadata"
         build(plain, sessions, metadata=False)
         build(rich, sessions, metadata=True)
-        # A file changed in the last two seconds is never cached (file system clocks tick
-        # coarsely): without this wait the cache would fill part-way through the rounds.
-        time.sleep(listing_cache.RACY_NS / 1e9)
+        # Without this wait the cache would fill part-way through the rounds.
+        outputs.wait_until_cacheable(time.monotonic())
 
         def listing(folder: Path, cache: bool) -> float:
             os.environ["JSONL_SESSION_CACHE"] = "on" if cache else "off"

@@ -48,7 +48,6 @@ from jsonl_session import JSONLSession
 SESSIONS = 20
 SESSION_BYTES = 2_500_000
 WC_FACTOR = 2.0
-RACY_SECONDS = 2.1  # the listing cache keeps no file changed in the last 2 s (session/listing_cache.py)
 START_UP = "jsonl-session ls, 20 small sessions (start-up)"
 LS = "jsonl-session ls"
 CASES = {"cold": "no listing cache", "warm": "listing cache warm"}
@@ -114,11 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     size = SESSION_BYTES // 10 if args.quick else SESSION_BYTES
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "big", Path(tmp) / "small"
-        made = time.monotonic()
         total = make_folder(big, size)
         for n in range(SESSIONS):
             JSONLSession(f"s{n:02d}", small).add_items_sync(list(itertools.islice(conversation(seed=n), 50)))
-        time.sleep(max(0.0, made + RACY_SECONDS - time.monotonic()))  # old enough to be cached
+        outputs.wait_until_cacheable(time.monotonic())
         times = measure(big, small, 5 if args.quick else args.runs)
     wc = times["wc -l"]
     floor = times["floor: python reading and counting newlines"]

@@ -124,6 +124,15 @@ def interleaved(tasks: Mapping[str, Callable[[], T]], runs: int, *, warmup: int 
     return kept
 
 
+def wait_until_cacheable(written: float) -> None:
+    """Sleep until files last written at ``written`` (a ``time.monotonic()``) are old enough for
+    the listing cache, which keeps no file changed in its last two seconds
+    (``session.listing_cache.RACY_NS``): a warm ``ls`` is not timed on listings that cannot use it."""
+    from jsonl_session.session.listing_cache import RACY_NS
+
+    time.sleep(max(0.0, written + RACY_NS / 1e9 + 0.1 - time.monotonic()))
+
+
 def medians(samples: Mapping[str, Sequence[float]]) -> dict[str, float]:
     """The median of each task's samples."""
     return {name: statistics.median(values) for name, values in samples.items()}

@@ -40,7 +40,6 @@ TARGET_RATIO = 2.5
 # The floor: what any console script with an argparse command line pays before it does anything,
 # in the same run (pip's script imports re; argparse, gettext and locale follow).
 FLOOR = "import re, argparse; argparse.ArgumentParser(prog='x').parse_args([])"
-RACY_SECONDS = 2.1  # the listing cache keeps no file changed in the last 2 s (session/listing_cache.py)
 
 
 def measure(folder: Path, runs: int, python: Path) -> dict[str, float]:
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         made = time.monotonic()
         bytecode = compile_package()  # as pip install leaves it (benchmarks/installed.py)
-        time.sleep(max(0.0, made + RACY_SECONDS - time.monotonic()))  # old enough to be cached
+        outputs.wait_until_cacheable(made)
         runs = 5 if args.quick else args.runs
         editable = measure(folder, runs, Path(sys.executable))
         regular = measure(folder, runs, regular_install(Path(tmp) / "venv") / "python")
