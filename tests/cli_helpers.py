@@ -179,3 +179,13 @@ def run_on_terminal(command: list[str], **env: str) -> str:
     finally:
         os.close(leader)
     return b"".join(chunks).decode()
+
+
+def open_by(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (its descriptors, as /proc shows them): a
+    command has reached a session, and waits for its lock if another process holds it."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd) == str(path) for fd in fds.iterdir())
+    except (FileNotFoundError, ProcessLookupError):
+        return False

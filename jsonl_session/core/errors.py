@@ -10,7 +10,7 @@
     │   ├── UnsafePathError     (also PermissionError) a symlink where a session file belongs
     │   ├── OwnershipError      (also PermissionError) a rewrite could not keep the file's owner
     │   ├── OwnerMismatchError  (also PermissionError) a routed run reached another owner's session
-    │   ├── SessionNotFoundError (also FileNotFoundError) fork: no such source session
+    │   ├── SessionNotFoundError (also FileNotFoundError) no such session (a fork's source, a grep's)
     │   └── SessionExistsError  (also FileExistsError) fork: the target already has items
     ├── ReadOnlySessionError    (also PermissionError) a write to a read-only test fixture
     ├── LockTimeout             (also TimeoutError) another process held the lock too long
@@ -124,7 +124,8 @@ class OwnerMismatchError(SessionFileError, PermissionError):
 
 
 class SessionNotFoundError(SessionFileError, FileNotFoundError):
-    """The session to read or copy has no file (``SessionDirectory.fork``'s source).
+    """The session to read or copy has no file (``SessionDirectory.fork``'s source, a session
+    deleted while ``grep`` ran).
 
     Example:
         >>> try:

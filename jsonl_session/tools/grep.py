@@ -354,7 +354,7 @@ def _lock_batch(
 
     Only the batch's first file may wait for its lock (up to ``lock_timeout``) or report an
     error: waiting while holding the others would stall their writers, and an error would
-    lose what they hold. A later file that is busy or fails starts the next batch instead.
+    lose what they hold. A later file that is busy, fails or is gone starts the next batch instead.
     """
     size = 0
     index = first
@@ -374,11 +374,12 @@ def _lock_batch(
             on_error(path, exc)
             index += 1
             continue
-        if not file.exists:  # deleted since it was listed (or while waiting for its lock)
+        # Deleted since it was listed, while waiting for its lock, or between two batches of it.
+        if not file.exists:
             if on_error is not None:
                 if batch:
                     break  # reported when it heads the next batch
-                gone = "no such session (deleted before it could be read)"
+                gone = "no such session (deleted while grep ran)"
                 on_error(path, SessionNotFoundError(path, gone))
             index += 1
             continue
