@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -115,9 +116,9 @@ def folder_stats(
     Each session's items and usage log are read in one step. A session that cannot be read
     (no permission, a conflicted file, its lock held past the folder's ``lock_timeout``, a
     broken usage log) goes to ``on_error(session_id, error)`` and is left out of every count;
-    without ``on_error`` its error is raised. Counting the whole folder also adds the usage of
-    its archived sessions (:attr:`Stats.archived`); an unreadable archive goes to ``on_error``
-    under its file name.
+    without ``on_error`` its error is raised. Counting the whole folder, a session deleted
+    since it was listed is left out without a word, and the usage of its archived sessions is
+    added (:attr:`Stats.archived`); an unreadable archive goes to ``on_error`` under its file name.
     """
     stats = Stats()
     if ids is None:
@@ -140,6 +141,8 @@ def folder_stats(
             finally:
                 session.close()
         except (OSError, JSONLSessionError) as exc:
+            if ids is None and isinstance(exc, FileNotFoundError):
+                continue  # deleted since the folder was listed
             if on_error is None:
                 raise
             on_error(session_id, exc)
@@ -156,8 +159,8 @@ def folder_growth(
 ) -> dict[str, Growth]:
     """Context growth per turn (``history.turn_growth``) of the sessions ``ids`` (all when None).
 
-    ``stats --turns`` prints it. A session that cannot be read goes to ``on_error`` as in
-    :func:`folder_stats` (without it, its error is raised).
+    ``stats --turns`` prints it. A session that cannot be read goes to ``on_error``, and one
+    deleted since the folder was listed is left out, as in :func:`folder_stats`.
 
     Example:
         >>> growth = folder_growth(SessionDirectory("sessions"), ["convo_123"])   # doctest: +SKIP
@@ -167,7 +170,10 @@ def folder_growth(
     for session_id in folder.ids() if ids is None else ids:
         try:
             path = folder.session_path(session_id)
-            answer[session_id] = read_growth(path, lock_timeout=folder.lock_timeout)
+            growth = read_growth(path, lock_timeout=folder.lock_timeout)
+            if ids is None and not os.path.lexists(path):
+                continue  # deleted since the folder was listed (a missing file reads as empty)
+            answer[session_id] = growth
         except (OSError, JSONLSessionError) as exc:
             if on_error is None:
                 raise

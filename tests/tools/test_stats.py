@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import cli_env, open_by
 
 from jsonl_session import JSONLSession, MalformedLineError, SessionDirectory
+from jsonl_session.core.locking import FileHandle
 from jsonl_session.render.item_text import text_of
 from jsonl_session.tools.stats import Stats, folder_stats
 
@@ -112,3 +118,37 @@ def test_a_real_usage_log_is_counted(sessions_dir: Path) -> None:
     assert set(stats.tokens) == {"weather"}
     assert stats.tokens["weather"] == session.get_session_usage_sync()
     assert stats.tokens_total["runs"] == 1 and stats.tokens_total["total_tokens"] > 0
+
+
+@pytest.mark.parametrize("turns", [[], ["--turns"]], ids=["stats", "stats --turns"])
+def test_a_session_deleted_while_a_folder_stats_waits_for_it_is_simply_gone(
+    sessions_dir: Path, turns: list[str]
+) -> None:
+    """Catches: a session deleted (under its lock) while ``stats`` waited for it was named as
+    unreadable (``FileNotFoundError``; skipped) and the exit code was 1."""
+    for name in "abc":
+        JSONLSession(name, sessions_dir).add_items_sync([{"role": "user", "content": name}])
+    busy = sessions_dir / "b.jsonl"
+    holder = FileHandle(busy)
+    command = [sys.executable, "-m", "jsonl_session", "stats", *turns, "--json", "--dir", str(sessions_dir)]
+    with holder.locked(write=True, create=False):
+        stats = subprocess.Popen(
+            [*command, "--lock-timeout", "30"],
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not open_by(stats.pid, busy):  # it has reached b, and waits for its lock
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                stats.wait(timeout=0.002)
+            assert stats.returncode is None and time.monotonic() < deadline
+        busy.unlink()  # under its lock, as ``rm`` deletes a session
+    holder.close()
+    out, err = stats.communicate(timeout=60)
+    assert (err, stats.returncode) == ("", 0)
+    if not turns:
+        assert json.loads(out)["sessions"] == 2
+    else:
+        assert sorted(json.loads(line)["id"] for line in out.splitlines()) == ["a", "c"]
