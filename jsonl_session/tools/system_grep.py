@@ -131,7 +131,10 @@ class Group:
         self.failed = False
         """Set once :meth:`records` has ended early: grep failed (or ran out of its memory) after
         the records it gave, which are right; the rest of its files are for the caller to search."""
-        self._positions = {name: position for position, name in enumerate(names[first:end], first)}
+        # A file named twice is read twice, in turn: each name answers for one reading.
+        self._positions: dict[bytes, list[int]] = {}
+        for position, name in enumerate(names[first:end], first):
+            self._positions.setdefault(name, []).append(position)
         self.pid = 0
         self._out = self._err = -1
         out_read, out_write = os.pipe()
@@ -164,7 +167,8 @@ class Group:
         well: a message, an error status, or output not of its shape (then it is not trusted
         again)."""
         pending = bytearray()
-        position, name = -1, b""
+        position, name, last = -1, b"", 0
+        readings: dict[bytes, int] = {}  # how many times each file was begun
         match = _RECORD.match
         while piece := os.read(self._out, _PIECE):
             pending += piece
@@ -179,12 +183,18 @@ class Group:
                         return
                     break
                 file, number, offset, line = record.groups()
-                if file != name:  # grep reads its files in order: a new one
-                    name, position = file, self._positions.get(file, -1)
-                    if position < 0:
+                at = int(number)
+                # grep reads its files in order: a new one, or the same one named again (its
+                # line numbers start over)
+                if file != name or at <= last:
+                    name, began = file, readings.get(file, 0)
+                    positions = self._positions.get(file, ())
+                    if began >= len(positions):
                         self._fail(misbehaved=True)
                         return
-                yield position, int(number), int(offset) + len(line) + 1, line
+                    position, readings[file] = positions[began], began + 1
+                last = at
+                yield position, at, int(offset) + len(line) + 1, line
                 start = record.end()
             del pending[:start]  # the record not yet ended stays, even one longer than a piece
         messages = os.read(self._err, 1 << 16)  # a few lines at most: one per file it could not read

@@ -145,3 +145,27 @@ def test_sessions_gone_since_they_were_listed_are_told_to_on_error_in_their_plac
         for hit in search(sessions, "needle", on_error=fail):
             before_the_error.append(hit.session_id)
     assert before_the_error == ["a"]
+
+
+@pytest.mark.parametrize("engine", ["system grep", "python"])
+def test_a_file_named_twice_answers_for_each_of_its_names_in_turn(
+    sessions_dir: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catches: the system grep's hits of a file named twice in one grep's files all went to
+    its last name (``x, y`` for the same file gave ``y, y``)."""
+    if engine == "python":
+        monkeypatch.setenv(system_grep.DISABLE_VARIABLE, "1")
+    for name in ("p", "c"):
+        JSONLSession(name, sessions_dir).add_items_sync(
+            [{"role": "user", "content": f"needle {n} in {name}"} for n in range(2)]
+        )
+    p, c = str(sessions_dir / "p.jsonl"), str(sessions_dir / "c.jsonl")
+    # more names than greps run at once (system_grep.MAX_PROCESSES): one grep gets several
+    sessions = [(f"p{n}", p) for n in range(9)] + [("c", c)] + [("p9", p)]
+    found = [(hit.session_id, hit.line) for hit in search(sessions, "needle")]
+    assert found == [(f"p{n}", line) for n in range(9) for line in (1, 2)] + [
+        ("c", 1),
+        ("c", 2),
+        ("p9", 1),
+        ("p9", 2),
+    ]
