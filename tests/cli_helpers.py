@@ -7,12 +7,14 @@ exactly what a user sees.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,3 +191,13 @@ def open_by(pid: int, path: Path) -> bool:
         return any(os.readlink(fd) == str(path) for fd in fds.iterdir())
     except (FileNotFoundError, ProcessLookupError):
         return False
+
+
+def wait_until_at(process: subprocess.Popen[str], path: Path, *, done_with: Path | None = None) -> None:
+    """Return once ``process`` has ``path`` open (and no longer ``done_with``): it has reached
+    that session, and waits for its lock if another process holds it. Fails if it ends first."""
+    deadline = time.monotonic() + 30
+    while not open_by(process.pid, path) or (done_with is not None and open_by(process.pid, done_with)):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.002)
+        assert process.returncode is None and time.monotonic() < deadline

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import cli_env, open_by
+from cli_helpers import cli_env, wait_until_at
 
 from jsonl_session import JSONLSession, MalformedLineError, SessionDirectory
 from jsonl_session.core.locking import FileHandle
@@ -139,11 +137,7 @@ def test_a_session_deleted_while_a_folder_stats_waits_for_it_is_simply_gone(
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 30
-        while not open_by(stats.pid, busy):  # it has reached b, and waits for its lock
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                stats.wait(timeout=0.002)
-            assert stats.returncode is None and time.monotonic() < deadline
+        wait_until_at(stats, busy)
         busy.unlink()  # under its lock, as ``rm`` deletes a session
     holder.close()
     out, err = stats.communicate(timeout=60)

@@ -16,12 +16,11 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
-from cli_helpers import cli_env, open_by, run, write_lines
+from cli_helpers import cli_env, run, wait_until_at, write_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -269,11 +268,7 @@ def test_waiting_for_one_busy_session_holds_no_other_session_locked(
             [*command, "--lock-timeout", "5"], env=cli_env(**engine), stdout=subprocess.PIPE, text=True
         )
         try:
-            deadline = time.monotonic() + 30
-            while not open_by(grep.pid, busy):  # it has reached b (and waits for it from now on)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    grep.wait(timeout=0.002)
-                assert grep.returncode is None and time.monotonic() < deadline
+            wait_until_at(grep, busy, done_with=sessions_dir / "a.jsonl")  # waits for b from now on
             JSONLSession("a", sessions_dir, lock_timeout=2).add_items_sync(
                 [{"role": "user", "content": "more"}]
             )
@@ -335,13 +330,8 @@ def _grep_while_b_is_deleted(sessions_dir: Path, engine: dict[str, str], *ids: s
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 30
-        # It has reached b and waits for its lock (the system grep's first batch tries b without
-        # waiting, and keeps it open while it reads a).
-        while not open_by(grep.pid, busy) or open_by(grep.pid, sessions_dir / "a.jsonl"):
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                grep.wait(timeout=0.002)
-            assert grep.returncode is None and time.monotonic() < deadline
+        # The system grep's first batch tries b without waiting, and keeps it open while it reads a.
+        wait_until_at(grep, busy, done_with=sessions_dir / "a.jsonl")
         busy.unlink()  # under its lock, as ``rm`` deletes a session
     holder.close()
     out, err = grep.communicate(timeout=60)
