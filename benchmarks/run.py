@@ -421,15 +421,11 @@ def repetitions(group: Group, size: int, scale: float) -> int:
 async def interleaved(
     stores_by_size: dict[int, list[Store]], group: Group, pool: Pool, reps: dict[int, int]
 ) -> dict[tuple[str, int, str], list[int]]:
-    """Run ``group`` once per store and size per repetition, in a new random order each time.
+    """Run ``group`` once per store and size per repetition, in a new ``outputs.random_order``
+    each time (a rotation moved single-item ratios by up to 40 %: docs/benchmarks.md, "Method").
 
     Sizes are interleaved too, so "at 100,000 items within 1.5x of its own time at 1,000"
-    compares measurements taken under the same machine conditions. Random, not rotating: a
-    rotation gives each store the same predecessor almost every time, and what one leaves
-    behind shows in the next one's microseconds (a durable pop's journal commit makes the next
-    write to any file start a new transaction; the same code run just before is warm), which
-    moved single-item ratios by up to 40 % (docs/benchmarks.md, "Method"). The seed is fixed,
-    so two runs use the same orders.
+    compares measurements taken under the same machine conditions.
     """
     samples: dict[tuple[str, int, str], list[int]] = {}
     warmups = {size: max(2, count // 20) for size, count in reps.items()}
